@@ -1,0 +1,78 @@
+from django.conf import settings
+from django.db import models
+
+
+class Agent(models.Model):
+    class Kind(models.TextChoices):
+        LLM = "llm", "LLM agent"
+        HTTP = "http", "HTTP endpoint"
+        KNOWLEDGE = "knowledge", "Knowledge retrieval (offline)"
+
+    team = models.ForeignKey("accounts.Team", on_delete=models.CASCADE, related_name="agents")
+    name = models.CharField(max_length=120)
+    description = models.CharField(max_length=500, blank=True)
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.LLM)
+    current_version = models.ForeignKey(
+        "AgentVersion", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["team", "name"], name="unique_agent_name_per_team")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AgentVersion(models.Model):
+    """An immutable snapshot of an agent's configuration. Never updated once created."""
+
+    # Fields compared between versions and shown in diffs, in display order.
+    CONFIG_FIELDS = (
+        "instructions",
+        "skills",
+        "knowledge",
+        "guardrails",
+        "model",
+        "temperature",
+        "tools",
+        "http_url",
+        "http_header_names",
+        "http_timeout",
+    )
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    instructions = models.TextField(blank=True)
+    skills = models.TextField(blank=True)
+    knowledge = models.TextField(blank=True)
+    guardrails = models.TextField(blank=True)
+    model = models.CharField(max_length=200, blank=True, help_text="litellm model string; empty = the default model")
+    temperature = models.FloatField(null=True, blank=True)
+    # [{"name", "description", "parameters": JSON schema, "result": canned result text}]
+    tools = models.JSONField(default=list, blank=True)
+    http_url = models.URLField(max_length=500, blank=True)
+    # {"Header-Name": "secret value"}: values are write-only in the UI.
+    http_headers = models.JSONField(default=dict, blank=True)
+    http_timeout = models.PositiveIntegerField(default=30)
+    note = models.CharField(max_length=300, blank=True, help_text="Why this version was made")
+    rolled_back_from = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-number"]
+        constraints = [models.UniqueConstraint(fields=["agent", "number"], name="unique_version_number")]
+
+    def __str__(self) -> str:
+        return f"{self.agent.name} v{self.number}"
+
+    @property
+    def http_header_names(self) -> list[str]:
+        return sorted(self.http_headers)
+
+    def config(self) -> dict:
+        """The comparable configuration (header values excluded: they are secrets)."""
+        return {field: getattr(self, field) for field in self.CONFIG_FIELDS}

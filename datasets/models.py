@@ -1,0 +1,156 @@
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+def _document_path(instance: "Document", filename: str) -> str:
+    # Stored names are server-generated; the user's file name is kept only in original_name.
+    return f"documents/{instance.team_id}/{uuid.uuid4().hex}.{instance.file_type}"
+
+
+class Dataset(models.Model):
+    class Status(models.TextChoices):
+        EXTRACTING = "extracting", "Extracting"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+
+    class Source(models.TextChoices):
+        MANUAL = "manual", "Created by hand"
+        UPLOAD = "upload", "Uploaded file"
+        GENERATED = "generated", "Generated with AI"
+        IMPORT = "import", "Imported"
+
+    agent = models.ForeignKey("agents.Agent", on_delete=models.CASCADE, related_name="datasets")
+    name = models.CharField(max_length=120)
+    description = models.TextField(blank=True)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.READY)
+    failure_reason = models.TextField(blank=True)
+    # A non-fatal note for the user, e.g. "The document had 612 cases; the first 500 were kept."
+    notice = models.TextField(blank=True)
+    source = models.CharField(max_length=12, choices=Source.choices, default=Source.MANUAL)
+    source_name = models.CharField(max_length=255, blank=True, help_text="Uploaded file name")
+    # Generation parameters: {"count": 10, "instructions": "..."}.
+    generation = models.JSONField(default=dict, blank=True)
+    # Background job attempts, counted in the database so a job that kills its worker
+    # every time stops after a few tries instead of being redelivered forever.
+    job_attempts = models.PositiveSmallIntegerField(default=0)
+    job_started_at = models.DateTimeField(null=True, blank=True)
+
+    # Scoring settings.
+    acceptance_criteria = models.TextField(blank=True)
+    rejection_criteria = models.TextField(blank=True)
+    evaluation_criteria = models.TextField(blank=True)
+    judge_model = models.CharField(max_length=200, blank=True)
+    judge_prompt = models.TextField(blank=True, help_text="Replaces the default judge instructions")
+    pass_threshold = models.PositiveSmallIntegerField(default=7)
+    number_of_requests = models.PositiveSmallIntegerField(default=1)
+    jaccard_enabled = models.BooleanField(default=True)
+    vector_enabled = models.BooleanField(default=False)
+
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "name"], name="unique_dataset_name_per_agent"),
+            models.CheckConstraint(
+                condition=Q(pass_threshold__gte=0, pass_threshold__lte=10), name="dataset_threshold_0_10"
+            ),
+            models.CheckConstraint(
+                condition=Q(number_of_requests__gte=1, number_of_requests__lte=10), name="dataset_repeats_1_10"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_settled(self) -> bool:
+        return self.status != self.Status.EXTRACTING
+
+
+class Document(models.Model):
+    class FileType(models.TextChoices):
+        PDF = "pdf", "PDF"
+        DOCX = "docx", "Word"
+        XLSX = "xlsx", "Excel"
+        XLS = "xls", "Excel 97-2003"
+        CSV = "csv", "CSV"
+        MD = "md", "Markdown"
+        JSON = "json", "JSON"
+
+    team = models.ForeignKey("accounts.Team", on_delete=models.CASCADE, related_name="documents")
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, null=True, blank=True, related_name="documents")
+    file = models.FileField(upload_to=_document_path, max_length=255)
+    original_name = models.CharField(max_length=255)
+    file_type = models.CharField(max_length=8, choices=FileType.choices)
+    size = models.PositiveBigIntegerField(default=0)
+    sha256 = models.CharField(max_length=64, blank=True)
+    text = models.TextField(blank=True, help_text="Extracted plain text")
+    generated = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["original_name"]
+
+    def __str__(self) -> str:
+        return self.original_name
+
+
+class TestCase(models.Model):
+    class TrajectoryMode(models.TextChoices):
+        STRICT = "strict", "Strict (same tools, same order)"
+        UNORDERED = "unordered", "Unordered (same tools, any order)"
+        SUPERSET = "superset", "Superset (expected tools and maybe more)"
+        SUBSET = "subset", "Subset (only expected tools, maybe fewer)"
+
+    __test__ = False  # not a pytest class
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="cases")
+    position = models.PositiveIntegerField(default=0)
+    question = models.TextField()
+    expected_answer = models.TextField(blank=True)
+    document_context = models.TextField(blank=True)
+    documents = models.ManyToManyField(Document, blank=True, related_name="cases")
+
+    case_id = models.CharField(max_length=100, blank=True, help_text="Stable id, unique in the dataset")
+    # [{"user": "...", "expected": "..."}], in order; empty for single-turn cases.
+    turns = models.JSONField(default=list, blank=True)
+    # [{"name": "...", "args": {...}}]
+    expected_tools = models.JSONField(default=list, blank=True)
+    trajectory_mode = models.CharField(max_length=10, choices=TrajectoryMode.choices, default=TrajectoryMode.STRICT)
+    check_tool_args = models.BooleanField(default=False)
+    expected_context = models.JSONField(default=list, blank=True)
+    judge_guideline = models.TextField(blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    smoke_count = models.PositiveSmallIntegerField(null=True, blank=True)
+    smoke_guidance = models.TextField(blank=True)
+    # What the case tests, for generated cases ("Refund policy, rule 2").
+    tests_rule = models.CharField(max_length=300, blank=True)
+
+    # Provenance (read-only in the UI).
+    source_file = models.CharField(max_length=255, blank=True)
+    source_location = models.CharField(max_length=100, blank=True, help_text="page 3, Sheet1 row 12, ...")
+    source_span = models.TextField(blank=True)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["position", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dataset", "case_id"], condition=~Q(case_id=""), name="unique_case_id_per_dataset"
+            ),
+            models.CheckConstraint(
+                condition=Q(smoke_count__isnull=True) | Q(smoke_count__gte=1, smoke_count__lte=10),
+                name="case_smoke_count_1_10",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.question[:80]

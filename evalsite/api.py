@@ -1,0 +1,37 @@
+"""The JSON API (django-ninja): token auth, one router per app, OpenAPI at /api/docs."""
+
+from django.http import HttpRequest
+from django.utils import timezone
+from ninja import NinjaAPI
+from ninja.security import HttpBearer
+
+from accounts.models import ApiToken
+
+
+class TokenAuth(HttpBearer):
+    """`Authorization: Bearer evs_…`; sets request.user to the token's owner."""
+
+    def authenticate(self, request: HttpRequest, token: str):  # type: ignore[override]
+        api_token = (
+            ApiToken.objects.select_related("user")
+            .filter(token_hash=ApiToken.hash(token), revoked_at__isnull=True, user__is_active=True)
+            .first()
+        )
+        if api_token is None:
+            return None
+        # One write per request at most: refresh the "last used" time once a minute.
+        now = timezone.now()
+        if api_token.last_used_at is None or (now - api_token.last_used_at).total_seconds() > 60:
+            ApiToken.objects.filter(pk=api_token.pk).update(last_used_at=now)
+        request.user = api_token.user
+        return api_token
+
+
+api = NinjaAPI(title="Evalsite API", version="1", auth=TokenAuth(), docs_url="/docs", urls_namespace="api")
+
+# Routers register themselves here, one line per app.
+from datasets.api import router as datasets_router  # noqa: E402
+from runs.api import router as runs_router  # noqa: E402
+
+api.add_router("/", datasets_router)
+api.add_router("/", runs_router)

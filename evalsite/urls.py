@@ -1,0 +1,16 @@
+from django.contrib import admin
+from django.shortcuts import redirect
+from django.urls import include, path
+
+from evalsite.api import api
+
+urlpatterns = [
+    path("", lambda request: redirect("agents:list"), name="home"),
+    path("accounts/", include("accounts.urls")),
+    path("agents/", include("agents.urls")),
+    path("agents/<int:agent_id>/datasets/", include("datasets.urls")),
+    path("agents/<int:agent_id>/runs/", include("runs.urls")),
+    path("agents/<int:agent_id>/runs/<int:run_id>/suggestions/", include("suggestions.urls")),
+    path("api/", api.urls),
+    path("admin/", admin.site.urls),
+]

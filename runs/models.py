@@ -1,0 +1,160 @@
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        COMPLETED = "completed", "Completed"
+        FAILED = "failed", "Failed"
+        STOPPED = "stopped", "Stopped"
+
+    class Purpose(models.TextChoices):
+        RUN = "run", "Evaluation"
+        RERUN = "rerun", "Re-run of failed cases"
+        VERIFY = "verify", "Verification"
+
+    class Scorer(models.TextChoices):
+        LLM = "llm", "LLM judge"
+        OFFLINE = "offline", "Offline reference scorer"
+
+    ACTIVE_STATUSES = (Status.PENDING, Status.RUNNING)
+
+    agent = models.ForeignKey("agents.Agent", on_delete=models.CASCADE, related_name="runs")
+    agent_version = models.ForeignKey("agents.AgentVersion", on_delete=models.PROTECT, related_name="runs")
+    # The dataset may be deleted later; the run keeps its own snapshot (RunCase rows, settings).
+    dataset = models.ForeignKey("datasets.Dataset", on_delete=models.SET_NULL, null=True, blank=True, related_name="runs")
+    dataset_name = models.CharField(max_length=120)
+    parent = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children")
+    purpose = models.CharField(max_length=8, choices=Purpose.choices, default=Purpose.RUN)
+    # Scoring settings copied from the dataset at creation (criteria, threshold, repeats, ...).
+    scoring = models.JSONField(default=dict, blank=True)
+    judge_model = models.CharField(max_length=200, blank=True)
+    scorer = models.CharField(max_length=8, choices=Scorer.choices, default=Scorer.LLM)
+    concurrency = models.PositiveSmallIntegerField(default=3)
+    # Guards against double submission: the same key never creates a second run.
+    request_key = models.CharField(max_length=64, blank=True)
+
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    error = models.TextField(blank=True)
+    total = models.PositiveIntegerField(default=0)
+    completed = models.PositiveIntegerField(default=0)
+    passed = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    errored = models.PositiveIntegerField(default=0)
+    average_score = models.FloatField(null=True, blank=True)
+    robustness = models.FloatField(null=True, blank=True, help_text="Pass rate of smoke-test variants")
+    consistency = models.FloatField(null=True, blank=True, help_text="Mean score spread across repeats")
+    agent_tokens = models.PositiveIntegerField(default=0)
+    judge_tokens = models.PositiveIntegerField(default=0)
+    agent_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    judge_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    summary = models.TextField(blank=True)
+    summary_note = models.CharField(max_length=300, blank=True)
+
+    stop_requested_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "request_key"], condition=~Q(request_key=""), name="unique_run_request_key"
+            ),
+        ]
+        indexes = [models.Index(fields=["status"])]
+
+    def __str__(self) -> str:
+        return f"Run {self.pk} of {self.dataset_name}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE_STATUSES
+
+    @property
+    def progress_percent(self) -> int:
+        return round(100 * self.completed / self.total) if self.total else 0
+
+    @property
+    def pass_rate(self) -> float | None:
+        scored = self.passed + self.failed + self.errored
+        return self.passed / scored if scored else None
+
+
+class RunCase(models.Model):
+    """A test case as it was when the run was created: the run's snapshot of its dataset."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="cases")
+    position = models.PositiveIntegerField()
+    source_case = models.ForeignKey("datasets.TestCase", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    case_id = models.CharField(max_length=100, blank=True)
+    question = models.TextField()
+    expected_answer = models.TextField(blank=True)
+    # Every other case field (turns, expected_tools, trajectory_mode, tags, documents, ...).
+    data = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [models.UniqueConstraint(fields=["run", "position"], name="unique_run_case_position")]
+
+    def __str__(self) -> str:
+        return self.question[:80]
+
+
+class Result(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        PASS = "pass", "Pass"
+        FAIL = "fail", "Fail"
+        ERROR = "error", "Error"
+        SKIPPED = "skipped", "Skipped"
+
+    FINISHED_STATUSES = (Status.PASS, Status.FAIL, Status.ERROR)
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
+    case = models.ForeignKey(RunCase, on_delete=models.CASCADE, related_name="results")
+    repeat = models.PositiveSmallIntegerField(default=0)
+    # 0 is the case as written; 1..n are smoke-test paraphrases of its question.
+    variant = models.PositiveSmallIntegerField(default=0)
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+
+    question = models.TextField(blank=True, help_text="The question asked (the paraphrase for variants)")
+    actual_answer = models.TextField(blank=True)
+    conversation = models.JSONField(default=list, blank=True)
+    tool_calls = models.JSONField(default=list, blank=True)
+    retrieval_context = models.JSONField(default=list, blank=True)
+    trace_id = models.CharField(max_length=200, blank=True)
+    score = models.FloatField(null=True, blank=True)
+    verdict = models.CharField(max_length=40, blank=True)
+    reasoning = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    # [{"name": "trajectory", "score": 1.0, "passed": true, "detail": "..."}]
+    scorers = models.JSONField(default=list, blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    agent_tokens = models.PositiveIntegerField(default=0)
+    judge_tokens = models.PositiveIntegerField(default=0)
+    agent_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    judge_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["case__position", "repeat", "variant"]
+        constraints = [
+            models.UniqueConstraint(fields=["case", "repeat", "variant"], name="unique_result_per_case_repeat_variant"),
+        ]
+        indexes = [models.Index(fields=["run", "status"]), models.Index(fields=["run", "finished_at"])]
+
+    def __str__(self) -> str:
+        return f"Result {self.pk} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINISHED_STATUSES

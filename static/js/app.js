@@ -1,0 +1,63 @@
+// Small behaviours shared by every page. htmx does the rest.
+(function () {
+  "use strict";
+
+  function showToast(message, level) {
+    var box = document.getElementById("toasts");
+    if (!box || !message) return;
+    var toast = document.createElement("div");
+    toast.className = "toast toast-" + (level || "success");
+    toast.setAttribute("role", "status");
+    toast.textContent = message; // text, never HTML
+    box.appendChild(toast);
+    dismissLater(toast);
+  }
+
+  function dismissLater(toast) {
+    setTimeout(function () {
+      toast.classList.add("toast-leaving");
+      setTimeout(function () { toast.remove(); }, 300);
+    }, 5000);
+  }
+
+  // Server-side: django_htmx.http.trigger_client_event(response, "toast", {"message": ..., "level": ...})
+  document.body.addEventListener("toast", function (event) {
+    showToast(event.detail.message, event.detail.level);
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("#toasts .toast").forEach(dismissLater);
+  });
+
+  // <button data-dialog-open="id"> opens <dialog id="id">; [data-dialog-close] closes its dialog.
+  document.addEventListener("click", function (event) {
+    var opener = event.target.closest("[data-dialog-open]");
+    if (opener) {
+      var dialog = document.getElementById(opener.getAttribute("data-dialog-open"));
+      if (dialog && dialog.showModal) { event.preventDefault(); dialog.showModal(); }
+      return;
+    }
+    var closer = event.target.closest("[data-dialog-close]");
+    if (closer) {
+      var parent = closer.closest("dialog");
+      if (parent) { event.preventDefault(); parent.close(); }
+    }
+  });
+
+  // A dialog whose content arrives by htmx (hx-target="#dialog-slot") opens itself.
+  document.body.addEventListener("htmx:afterSwap", function (event) {
+    var dialog = event.detail.target.querySelector && event.detail.target.querySelector("dialog[data-autoopen]");
+    if (dialog && !dialog.open) dialog.showModal();
+  });
+
+  // Friendly message when a request fails outright (network down, 5xx).
+  document.body.addEventListener("htmx:responseError", function (event) {
+    var status = event.detail.xhr.status;
+    if (status >= 500) showToast("Something went wrong on the server. Please try again.", "error");
+  });
+  document.body.addEventListener("htmx:sendError", function () {
+    showToast("The server could not be reached. Check your connection.", "error");
+  });
+
+  window.Evalsite = { showToast: showToast };
+})();

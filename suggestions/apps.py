@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class SuggestionsConfig(AppConfig):
+    name = "suggestions"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,75 @@
+"""The fixed cast: alice (owner) and bob (member) share a team; charlie is an outsider."""
+
+import pytest
+from django.test import Client
+
+from tests.factories import AgentFactory, MembershipFactory, TeamFactory, UserFactory
+
+
+@pytest.fixture
+def team(db):
+    return TeamFactory(name="Acme QA")
+
+
+@pytest.fixture
+def alice(team):
+    return MembershipFactory(team=team, user=UserFactory(username="alice"), role="owner").user
+
+
+@pytest.fixture
+def bob(team):
+    return MembershipFactory(team=team, user=UserFactory(username="bob"), role="member").user
+
+
+@pytest.fixture
+def other_team(db):
+    return TeamFactory(name="Globex QA")
+
+
+@pytest.fixture
+def charlie(other_team):
+    return MembershipFactory(team=other_team, user=UserFactory(username="charlie"), role="owner").user
+
+
+@pytest.fixture
+def agent(team):
+    return AgentFactory(team=team, name="Support bot")
+
+
+@pytest.fixture
+def client_alice(alice) -> Client:
+    client = Client()
+    client.force_login(alice)
+    return client
+
+
+@pytest.fixture
+def client_bob(bob) -> Client:
+    client = Client()
+    client.force_login(bob)
+    return client
+
+
+@pytest.fixture
+def client_charlie(charlie) -> Client:
+    client = Client()
+    client.force_login(charlie)
+    return client
+
+
+@pytest.fixture
+def celery_worker(transactional_db):
+    """Start a real Celery worker process on Redis; the test's data must be committed
+    (transactional_db), since the worker reads the database over its own connection."""
+    from tests.worker import WorkerProcess
+
+    workers: list[WorkerProcess] = []
+
+    def start(**kwargs) -> WorkerProcess:
+        worker = WorkerProcess(**kwargs).start()
+        workers.append(worker)
+        return worker
+
+    yield start
+    for worker in workers:
+        worker.stop()
