@@ -13,7 +13,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
 def env_str(name: str, default: str = "") -> str:
-    return os.environ.get(name, default)
+    # Empty means unset, as for the other readers: `MEDIA_ROOT=` in a .env file keeps the default.
+    return os.environ.get(name) or default
 
 
 def env_bool(name: str, default: bool = False) -> bool:
@@ -42,11 +43,12 @@ def env_secret(name: str, default: str = "") -> str:
     path = os.environ.get(f"{name}_FILE")
     if path:
         return Path(path).read_text().strip()
-    return os.environ.get(name, default)
+    return os.environ.get(name) or default
 
 
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = env_secret("SECRET_KEY", "dev-only-insecure-key-change-me-in-production-0123456789")
+# The default is for local use only: its django-insecure- prefix makes `check --deploy` fail (W009).
+SECRET_KEY = env_secret("SECRET_KEY", "django-insecure-dev-only-key-change-me-in-production-0123456789")
 ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in env_str("CSRF_TRUSTED_ORIGINS").split(",") if o]
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
@@ -110,8 +112,9 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Web and worker share the file: wait for locks instead of failing at once.
     DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 20, "transaction_mode": "IMMEDIATE"})
-    # Tests that drive a real Celery worker need a test database the worker can open too.
-    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / "test.sqlite3")}
+    # Tests that drive a real Celery worker need a test database the worker can open too:
+    # a file, one per test process so that parallel test runs never share it.
+    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / f"test-{os.getpid()}.sqlite3")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -202,8 +205,22 @@ EVALSITE_LLM_BACKOFF = env_float("EVALSITE_LLM_BACKOFF", 1.0)
 # Runs.
 EVALSITE_RUN_CONCURRENCY = env_int("EVALSITE_RUN_CONCURRENCY", 3)
 EVALSITE_STALE_CLAIM_SECONDS = env_int("EVALSITE_STALE_CLAIM_SECONDS", 1200)
+# A queued case whose task message never started (Redis flushed or restarted) is sent again after this.
+EVALSITE_STALE_QUEUE_SECONDS = env_int("EVALSITE_STALE_QUEUE_SECONDS", 120)
+# Lifetime of the signed document links an HTTP agent receives with each case.
+EVALSITE_DOCUMENT_URL_TTL = env_int("EVALSITE_DOCUMENT_URL_TTL", 900)
 EVALSITE_MAX_DATASETS_PER_AGENT = 100
 EVALSITE_MAX_CASES_PER_DOCUMENT = 500
+
+# Document extraction (datasets/extraction). Each parse runs in a child process with
+# these limits, so a hostile file fails its dataset, never the worker.
+EVALSITE_PARSE_TIMEOUT = env_float("EVALSITE_PARSE_TIMEOUT", 45.0)
+EVALSITE_PARSE_MEMORY_MB = env_int("EVALSITE_PARSE_MEMORY_MB", 768)
+# A job whose worker dies every time (OOM, kill) is failed after this many tries.
+EVALSITE_EXTRACT_MAX_ATTEMPTS = env_int("EVALSITE_EXTRACT_MAX_ATTEMPTS", 3)
+# Prose is sent to the model in chunks of about this many characters (halved for small models).
+EVALSITE_EXTRACT_CHUNK_CHARS = env_int("EVALSITE_EXTRACT_CHUNK_CHARS", 12_000)
+EVALSITE_EXTRACT_CONCURRENCY = env_int("EVALSITE_EXTRACT_CONCURRENCY", 3)
 
 MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 

@@ -73,3 +73,31 @@ def celery_worker(transactional_db):
     yield start
     for worker in workers:
         worker.stop()
+
+
+@pytest.fixture(scope="session")
+def fake_llm_server():
+    from tests.fakellm import FakeLLM
+
+    server = FakeLLM().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fake_llm(fake_llm_server, settings):
+    """The fake OpenAI-compatible server, reset, with the gateway's settings pointed at it."""
+    from tests.fakellm import point_settings_at
+
+    fake_llm_server.reset()
+    point_settings_at(settings, fake_llm_server)
+    yield fake_llm_server
+    fake_llm_server.reset()  # releases anything a failed test left hanging
+
+
+@pytest.fixture
+def no_llm(settings):
+    """No model configured, whatever the environment says."""
+    settings.EVALSITE_LLM_MODEL = ""
+    settings.EVALSITE_JUDGE_MODEL = ""
+    settings.EVALSITE_EMBEDDING_MODEL = ""

