@@ -74,7 +74,8 @@ class Rule:
 
 @dataclass
 class RecordedRequest:
-    """What the fake saw. `trace` holds the X-Evalsite-* headers other than Task, keyed in lower case."""
+    """What the fake saw. `headers` keys are lower case; `trace` holds the X-Evalsite-* headers
+    other than Task, keyed like the gateway's trace dict (lower case, underscores)."""
 
     path: str
     task: str
@@ -87,6 +88,7 @@ class RecordedRequest:
     time_in: float
     time_out: float | None = None
     status: int | None = None
+    response: dict[str, Any] | None = None  # the body the fake answered with
     # Ordering numbers from one counter, so concurrency is computed without clock ties.
     seq_in: int = 0
     seq_out: int | None = None
@@ -107,7 +109,7 @@ class FakeLLM:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, latency: float = 0.0) -> None:
         self.host = host
         self.port = port
-        self._latency = latency
+        self._latency = self._base_latency = latency
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._generation = 0
@@ -141,12 +143,12 @@ class FakeLLM:
             self._server = None
 
     def reset(self) -> None:
-        """Forget rules, requests, latency and context window; release requests still hanging."""
+        """Forget rules, requests, set_latency() and the context window; release requests still hanging."""
         with self._lock:
             self._generation += 1
             self._rules = []
             self._requests = []
-            self._latency = 0.0
+            self._latency = self._base_latency
             self._context_window = None
 
     # ---- scripting -------------------------------------------------------
@@ -180,10 +182,21 @@ class FakeLLM:
         times, then skip. handler(request) -> dict of the same keys, computed per call.
         """
         rule = Rule(
-            task=task, contains=contains, regex=regex, reply=reply, json=json, tool_calls=tool_calls,
-            status=status, error=error, headers=headers, delay=delay, hang=hang, broken_json=broken_json,
-            times=times, handler=handler,
-        )  # fmt: skip
+            task=task,
+            contains=contains,
+            regex=regex,
+            reply=reply,
+            json=json,
+            tool_calls=tool_calls,
+            status=status,
+            error=error,
+            headers=headers,
+            delay=delay,
+            hang=hang,
+            broken_json=broken_json,
+            times=times,
+            handler=handler,
+        )
         with self._lock:
             self._rules.append(rule)
         return rule
@@ -215,11 +228,12 @@ class FakeLLM:
     def peak_concurrency(self, task: str | None = None, run: str | int | None = None) -> int:
         """Most requests in flight at once, optionally only those of one task and/or run."""
         chosen = self._filtered(task, {} if run is None else {"run": run})
-        peak = 0
-        for request in chosen:
-            at = request.seq_in
-            overlapping = sum(1 for r in chosen if r.seq_in <= at and (r.seq_out is None or r.seq_out > at))
-            peak = max(peak, overlapping)
+        # Sequence numbers are unique, so sorting the +1/-1 events never has to break ties.
+        events = sorted([(r.seq_in, 1) for r in chosen] + [(r.seq_out, -1) for r in chosen if r.seq_out is not None])
+        peak = current = 0
+        for _, step in events:
+            current += step
+            peak = max(peak, current)
         return peak
 
     def _filtered(self, task: str | None, trace: dict[str, str | int]) -> list[RecordedRequest]:
@@ -234,14 +248,15 @@ class FakeLLM:
 
     def _begin(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> tuple[RecordedRequest, int]:
         lowered = {k.lower(): v for k, v in headers.items()}
-        trace = {k[len(TRACE_PREFIX) :]: v for k, v in lowered.items() if k.startswith(TRACE_PREFIX)}
+        # X-Evalsite-Repeat-No comes back as trace["repeat_no"], the key the gateway was given.
+        trace = {k[len(TRACE_PREFIX) :].replace("-", "_"): v for k, v in lowered.items() if k.startswith(TRACE_PREFIX)}
         task = trace.pop("task", "")
         with self._lock:
             self._seq += 1
             record = RecordedRequest(
                 path=path,
                 task=task,
-                headers=headers,
+                headers=lowered,
                 trace=trace,
                 model=str(body.get("model", "")),
                 messages=list(body.get("messages") or []),
@@ -253,12 +268,12 @@ class FakeLLM:
             self._requests.append(record)
             return record, self._generation
 
-    def _finish(self, record: RecordedRequest, status: int) -> None:
+    def _finish(self, record: RecordedRequest, status: int, response: dict[str, Any] | None = None) -> None:
         # Called before the response is written, so a client can never start its
         # next request before this one stops counting as in flight.
         with self._lock:
             self._seq += 1
-            record.seq_out, record.time_out, record.status = self._seq, time.time(), status
+            record.seq_out, record.time_out, record.status, record.response = self._seq, time.time(), status, response
 
     def _pick_rule(self, task: str, text: str) -> Rule | None:
         with self._lock:
@@ -268,28 +283,35 @@ class FakeLLM:
                     return rule
         return None
 
-    def _wait(self, seconds: float, generation: int, connection: socket.socket) -> bool:
-        """Sleep up to `seconds`; False when the client went away or the fake was reset/stopped."""
+    def _wait(self, seconds: float, generation: int, connection: socket.socket) -> int | None:
+        """Sleep up to `seconds`. None when the time passed; 499 when the client went
+        away; 503 when reset()/stop() released the request."""
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
-            if self._stopping.is_set() or generation != self._generation or _client_gone(connection):
-                return False
+            if self._stopping.is_set() or generation != self._generation:
+                return 503
+            if _client_gone(connection):
+                return 499  # nginx's "client closed request"
             time.sleep(min(0.02, left))
-        return True
+        return None
 
-    def respond(self, path: str, headers: dict[str, str], body: dict[str, Any], connection: socket.socket) -> _Reply | None:
+    def respond(
+        self, path: str, headers: dict[str, str], body: dict[str, Any], connection: socket.socket
+    ) -> _Reply | None:
         """Build the reply for one request; None when nobody is listening any more."""
         record, generation = self._begin(path, headers, body)
         rule = self._pick_rule(record.task, record.text)
         spec = _rule_spec(rule, record) if rule else {}
-        wait = self._latency + float(spec.get("delay", 0.0))
-        if spec.get("hang"):
-            wait = HANG_LIMIT_SECONDS
-        if wait and not self._wait(wait, generation, connection):
-            self._finish(record, 499)  # nginx's "client closed request"
+        wait = HANG_LIMIT_SECONDS if spec.get("hang") else self._latency + float(spec.get("delay", 0.0))
+        interrupted = self._wait(wait, generation, connection) if wait else None
+        if interrupted == 499:
+            self._finish(record, 499)
             return None
-        reply = self._build_reply(path, body, record, spec)
-        self._finish(record, reply.status)
+        if interrupted == 503:
+            reply = _Reply(503, _error_body(503, "The fake LLM was reset while this request waited."))
+        else:
+            reply = self._build_reply(path, body, record, spec)
+        self._finish(record, reply.status, reply.body)
         return reply
 
     def _build_reply(self, path: str, body: dict[str, Any], record: RecordedRequest, spec: dict[str, Any]) -> _Reply:
@@ -347,7 +369,9 @@ def _chat_body(body: dict[str, Any], record: RecordedRequest, spec: dict[str, An
     }
 
 
-def _answer(body: dict[str, Any], record: RecordedRequest, spec: dict[str, Any]) -> tuple[str | None, list[dict]]:
+def _answer(
+    body: dict[str, Any], record: RecordedRequest, spec: dict[str, Any]
+) -> tuple[str | None, list[dict[str, Any]]]:
     if spec.get("tool_calls"):
         return spec.get("reply"), [_tool_call(call) for call in spec["tool_calls"]]
     if spec.get("broken_json"):
@@ -472,7 +496,9 @@ def _make_handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             if self.path.rstrip("/") in ("/v1/models", "/models"):
-                models = sorted({r.model for r in fake.requests if r.model} | {"fake-agent", "fake-judge", "fake-embed"})
+                models = sorted(
+                    {r.model for r in fake.requests if r.model} | {"fake-agent", "fake-judge", "fake-embed"}
+                )
                 self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in models]})
             else:
                 self._send(404, _error_body(404, f"Unknown path {self.path}"))
