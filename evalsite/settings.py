@@ -137,14 +137,18 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# Hashed, compressed names once `collectstatic` has run (make run, the Docker image);
+# before that (a fresh checkout, the tests) plain names served from static/.
+_COLLECTED = (STATIC_ROOT / "staticfiles.json").exists()
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
         "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
-        if not DEBUG
+        if _COLLECTED
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },
 }
+WHITENOISE_USE_FINDERS = not _COLLECTED
 # Uploaded and generated documents. Never served under a public URL: only through
 # views that check the team (datasets:document_download).
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(BASE_DIR / "var" / "media")))

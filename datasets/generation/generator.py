@@ -1,0 +1,507 @@
+"""Write test cases from an agent's configuration with the model.
+
+The agent's instructions, skills, guardrails and knowledge are split into numbered
+rules (R1, R2, ...). The model is asked for cases in batches, each case citing the rule
+it tests. Cases are validated one by one: a case without a question or an expected
+answer, with an unusable document, or too close to a case already kept is dropped
+(see `is_near_duplicate`). When a batch comes back short, the next request asks for
+the shortfall and names the rules that have the fewest cases so far, so the dataset
+is spread across the configuration. The number of requests is bounded: when the
+model still has not written enough distinct cases, generation fails with a reason.
+
+Nothing here writes to the database; services.py stores the result.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from agents.models import Agent, AgentVersion
+from datasets.generation.writers import (
+    DocumentSpec,
+    FormalSpec,
+    Party,
+    TableSpec,
+    clean,
+)
+from evalsite import llm
+from evalsite.text import jaccard
+
+BATCH_SIZE = 10  # cases asked for in one request: keeps each answer well inside output limits
+EXTRA_ROUNDS = 3  # requests allowed beyond ceil(count / BATCH_SIZE) to make up a shortfall
+NEAR_DUPLICATE = 0.8  # Jaccard similarity of content words at or above which two questions are one
+PROMPT_CONFIG_CHARS = 40_000  # the numbered configuration is cut here to bound the prompt
+RULE_CHARS = 1_500  # one rule longer than this is cut in the prompt
+SHOWN_QUESTIONS = 60  # questions already written that the model is told not to repeat
+SHOWN_UNDER_COVERED = 15
+# Ten cases with their attachments is a long answer: allow it this many times the usual call timeout.
+TIMEOUT_FACTOR = 3
+
+MAX_QUESTION_CHARS = 4_000
+MAX_ANSWER_CHARS = 8_000
+MAX_PARAGRAPHS = 60
+MAX_PARAGRAPH_CHARS = 4_000
+MAX_COLUMNS = 30
+MAX_ROWS = 500
+MAX_CELL_CHARS = 1_000
+MAX_LIST_ITEMS = 40
+
+
+class GenerationError(Exception):
+    """Generation cannot finish; the message is shown to the user as the dataset's failure reason."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Rule:
+    number: int
+    section: str  # "Instructions", "Skills", "Guardrails", "Knowledge"
+    text: str
+
+    @property
+    def label(self) -> str:
+        return " ".join(f"R{self.number} · {self.section}: {self.text}".split())
+
+
+@dataclass
+class GeneratedCase:
+    question: str
+    expected_answer: str
+    rule: Rule | None
+    tests_rule: str  # what the case records ("R3 · Guardrails: Never share ..."), at most 300 characters
+    document: DocumentSpec | None = None
+
+
+@dataclass
+class Generation:
+    cases: list[GeneratedCase] = field(default_factory=list)
+    agent_version: int | None = None  # the version whose configuration the cases were written from
+    requests: int = 0
+    dropped: Counter[str] = field(default_factory=Counter)  # reason -> count, for the log and the failure text
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+
+# ---- the agent's rules ------------------------------------------------------------------
+
+_BULLET = re.compile(r"^\s*(?:[-*•·]|\d{1,3}[.)]|[a-zA-Z][.)])\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'“(])")
+
+
+def agent_rules(version: AgentVersion) -> list[Rule]:
+    """The version's configuration as numbered rules: instruction lines, skills and
+    guardrails one per line (a single paragraph is split into sentences), knowledge one
+    per paragraph. Headings ("Tone:") are not rules."""
+    pieces: list[tuple[str, str]] = []
+    for section, text in (
+        ("Instructions", version.instructions),
+        ("Skills", version.skills),
+        ("Guardrails", version.guardrails),
+    ):
+        pieces += [(section, line) for line in _rule_lines(text)]
+    pieces += [("Knowledge", paragraph) for paragraph in _paragraphs(version.knowledge)]
+    return [Rule(number=i, section=section, text=text) for i, (section, text) in enumerate(pieces, start=1)]
+
+
+def _rule_lines(text: str) -> list[str]:
+    lines = [_BULLET.sub("", line).strip() for line in text.splitlines()]
+    lines = [line for line in lines if line and not _is_heading(line)]
+    if len(lines) == 1:
+        lines = [s.strip() for s in _SENTENCE_END.split(lines[0]) if s.strip()]
+    return lines
+
+
+def _paragraphs(text: str) -> list[str]:
+    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", text)]
+    return [p for p in paragraphs if p and not _is_heading(p)]
+
+
+def _is_heading(line: str) -> bool:
+    return (line.endswith(":") and len(line.split()) <= 6) or bool(re.fullmatch(r"#+\s.*", line))
+
+
+# ---- prompts ----------------------------------------------------------------------------
+
+SYSTEM_PROMPT = """You write test cases that evaluate an AI agent. A test case is a realistic \
+message a user sends to the agent, and the answer the agent should give.
+
+For every case:
+- The expected answer must follow from the agent's numbered rules and knowledge: use their \
+facts, figures and policies, and never invent ones they do not state. When a rule says the \
+agent must refuse, redirect or hand over, the expected answer does that and says why.
+- tests_rule names the one rule the case tests most directly, as its number, e.g. "R3".
+- Questions differ from each other and from any already written: vary the situation, the \
+wording and the difficulty (typical requests, edge cases, ambiguous or out-of-scope requests).
+- Attach a document only when the scenario needs one (the user shares an invoice, a budget \
+sheet, a policy). The question then refers to it, and the expected answer uses facts that \
+are in it. Give the document a title, a document_context of a few words saying what it is \
+("Excel budget sheet", "Signed supplier contract") and its full content, one of:
+  - table: columns and rows, for tabular data (budgets, price lists, schedules, logs);
+  - paragraphs: for prose (memos, policies, contracts, emails); a paragraph starting with \
+"## " is a section heading;
+  - formal: a formal document (kind: invoice, receipt, quote, purchase_order, statement, \
+payslip, resume, certificate or other) with parties, fields, line_items (columns and rows), \
+totals (the grand total last) and notes. Figures must add up.
+- Reply with JSON only: {"cases": [...]}, matching this JSON schema:
+"""
+
+_TABLE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["columns", "rows"],
+    "properties": {
+        "columns": {"type": "array", "items": {"type": "string"}},
+        "rows": {"type": "array", "items": {"type": "array", "items": {"type": ["string", "number", "null"]}}},
+    },
+}
+_LABELLED = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["label", "value"],
+        "properties": {"label": {"type": "string"}, "value": {"type": ["string", "number"]}},
+    },
+}
+CASES_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["cases"],
+    "properties": {
+        "cases": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["question", "expected_answer", "tests_rule"],
+                "properties": {
+                    "question": {"type": "string"},
+                    "expected_answer": {"type": "string"},
+                    "tests_rule": {"type": ["string", "integer"], "description": 'The rule tested, e.g. "R3"'},
+                    "document": {
+                        "type": ["object", "null"],
+                        "required": ["title"],
+                        "properties": {
+                            "title": {"type": "string"},
+                            "document_context": {"type": "string"},
+                            "format_hint": {"type": "string", "description": "spreadsheet, document or pdf"},
+                            "paragraphs": {"type": ["array", "null"], "items": {"type": "string"}},
+                            "table": {**_TABLE_SCHEMA, "type": ["object", "null"]},
+                            "formal": {
+                                "type": ["object", "null"],
+                                "required": ["kind"],
+                                "properties": {
+                                    "kind": {"type": "string"},
+                                    "parties": {
+                                        "type": "array",
+                                        "items": {
+                                            "type": "object",
+                                            "required": ["role", "name"],
+                                            "properties": {
+                                                "role": {"type": "string"},
+                                                "name": {"type": "string"},
+                                                "details": {"type": "array", "items": {"type": "string"}},
+                                            },
+                                        },
+                                    },
+                                    "fields": _LABELLED,
+                                    "line_items": {**_TABLE_SCHEMA, "type": ["object", "null"]},
+                                    "totals": _LABELLED,
+                                    "notes": {"type": "array", "items": {"type": "string"}},
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        }
+    },
+}
+
+
+def build_messages(
+    *,
+    agent: Agent,
+    rules: list[Rule],
+    asked: int,
+    instructions: str,
+    written: list[GeneratedCase],
+    under_covered: list[Rule],
+) -> list[dict[str, str]]:
+    system = SYSTEM_PROMPT + json.dumps(CASES_SCHEMA)
+    parts = [f"The agent: {agent.name}." + (f" {agent.description}" if agent.description else "")]
+    parts.append("Its rules and knowledge, numbered:\n" + _numbered(rules))
+    if not written:
+        parts.append(f"Write {asked} test case{'s' if asked != 1 else ''}. {_spread_hint(asked, len(rules))}")
+    else:
+        parts.append(f"Write {asked} more test case{'s' if asked != 1 else ''}.")
+        if under_covered:
+            names = ", ".join(f"R{r.number}" for r in under_covered[:SHOWN_UNDER_COVERED])
+            parts.append(f"These rules have fewer cases than the others so far; test them first: {names}.")
+        shown = "\n".join(f"- {c.question[:200]}" for c in written[-SHOWN_QUESTIONS:])
+        parts.append(f"Already written (do not repeat or rephrase these):\n{shown}")
+    if instructions:
+        parts.append(f"Additional instructions from the QA team:\n{instructions}")
+    return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def _numbered(rules: list[Rule]) -> str:
+    lines: list[str] = []
+    used = 0
+    for rule in rules:
+        text = rule.text if len(rule.text) <= RULE_CHARS else rule.text[:RULE_CHARS] + " …"
+        line = f"R{rule.number} ({rule.section}): {text}"
+        if used + len(line) > PROMPT_CONFIG_CHARS:
+            lines.append(f"(… {len(rules) - len(lines)} more rules not shown)")
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return "\n".join(lines)
+
+
+def _spread_hint(asked: int, rule_count: int) -> str:
+    if asked >= rule_count:
+        return f"Spread them across the rules: about {asked // rule_count} per rule, every rule at least once."
+    return "Each case tests a different rule; pick the rules that matter most to users."
+
+
+# ---- the loop ---------------------------------------------------------------------------
+
+
+def generate_cases(
+    *, agent: Agent, count: int, instructions: str = "", trace: dict[str, Any] | None = None
+) -> Generation:
+    """Exactly `count` distinct cases, or GenerationError (llm.LLMError passes through)."""
+    version = agent.current_version
+    rules = agent_rules(version) if version is not None else []
+    if not rules:
+        raise GenerationError(
+            "The agent has no instructions, skills, guardrails or knowledge to write test cases from. "
+            "Add them on the agent's Configuration tab, then generate again."
+        )
+    result = Generation(agent_version=version.number if version else None)
+    max_requests = math.ceil(count / BATCH_SIZE) + EXTRA_ROUNDS
+    while len(result.cases) < count and result.requests < max_requests:
+        asked = min(BATCH_SIZE, count - len(result.cases))
+        messages = build_messages(
+            agent=agent,
+            rules=rules,
+            asked=asked,
+            instructions=instructions,
+            written=result.cases,
+            under_covered=_under_covered(rules, result.cases, count),
+        )
+        answer = llm.complete_json(
+            messages,
+            schema=CASES_SCHEMA,
+            task="generate",
+            trace=trace,
+            timeout=settings.EVALSITE_LLM_TIMEOUT * TIMEOUT_FACTOR,
+        )
+        result.requests += 1
+        result.prompt_tokens += answer.prompt_tokens
+        result.completion_tokens += answer.completion_tokens
+        result.cost += answer.cost
+        candidates = _usable_cases(answer.data.get("cases") or [], rules, result)
+        result.cases += _balanced_pick(candidates, result.cases, asked)
+    if len(result.cases) < count:
+        raise GenerationError(_shortfall_reason(result, count))
+    return result
+
+
+def _usable_cases(raw_cases: list[Any], rules: list[Rule], result: Generation) -> list[GeneratedCase]:
+    """Valid cases that duplicate neither a kept case nor each other, in the model's order."""
+    usable: list[GeneratedCase] = []
+    for raw in raw_cases:
+        case, problem = parse_case(raw, rules)
+        if case is None:
+            result.dropped[problem] += 1
+        elif any(is_near_duplicate(case, other) for other in [*result.cases, *usable]):
+            result.dropped["duplicate"] += 1
+        else:
+            usable.append(case)
+    return usable
+
+
+def _balanced_pick(candidates: list[GeneratedCase], kept: list[GeneratedCase], wanted: int) -> list[GeneratedCase]:
+    """Up to `wanted` candidates, each time taking one whose rule has the fewest cases so far."""
+    counts = Counter(_rule_key(c) for c in kept)
+    pool = list(candidates)
+    picked: list[GeneratedCase] = []
+    while pool and len(picked) < wanted:
+        best = min(pool, key=lambda c: counts[_rule_key(c)])  # min() keeps the first of equals
+        pool.remove(best)
+        picked.append(best)
+        counts[_rule_key(best)] += 1
+    return picked
+
+
+def _rule_key(case: GeneratedCase) -> int:
+    return case.rule.number if case.rule else 0
+
+
+def _under_covered(rules: list[Rule], kept: list[GeneratedCase], count: int) -> list[Rule]:
+    """Rules below their fair share (count / rules, at least one each while cases remain),
+    fewest cases first."""
+    if not kept:
+        return []
+    counts = Counter(_rule_key(c) for c in kept)
+    share = max(1, count // len(rules))
+    below = [rule for rule in rules if counts[rule.number] < share]
+    return sorted(below, key=lambda rule: (counts[rule.number], rule.number))
+
+
+def _shortfall_reason(result: Generation, count: int) -> str:
+    why = []
+    if result.dropped["duplicate"]:
+        why.append(f"{result.dropped['duplicate']} repeated an earlier question")
+    unusable = sum(n for reason, n in result.dropped.items() if reason != "duplicate")
+    if unusable:
+        why.append(f"{unusable} had no question, no expected answer or an unusable document")
+    dropped = f" ({'; '.join(why)})" if why else ""
+    return (
+        f"The model wrote {len(result.cases)} usable test cases of the {count} asked for, "
+        f"after {result.requests} requests{dropped}. Ask for fewer cases, or add instructions or "
+        "knowledge to the agent so there is more to test."
+    )
+
+
+# ---- one case ---------------------------------------------------------------------------
+
+
+def is_near_duplicate(case: GeneratedCase, other: GeneratedCase) -> bool:
+    """Two cases are one when their questions share most content words (Jaccard ≥ 0.8 over
+    lower-cased words, stop words ignored: evalsite.text.jaccard). The attached document's
+    title counts as part of the question, so "What is the total on this invoice?" about two
+    different invoices is two cases."""
+    return jaccard(_dedup_text(case), _dedup_text(other)) >= NEAR_DUPLICATE
+
+
+def _dedup_text(case: GeneratedCase) -> str:
+    return f"{case.question} {case.document.title}" if case.document else case.question
+
+
+def parse_case(raw: Any, rules: list[Rule]) -> tuple[GeneratedCase | None, str]:
+    """(case, "") or (None, why it was dropped)."""
+    if not isinstance(raw, dict):
+        return None, "not an object"
+    question = clean(raw.get("question") or "")[:MAX_QUESTION_CHARS]
+    answer = clean(raw.get("expected_answer") or "")[:MAX_ANSWER_CHARS]
+    if not question:
+        return None, "no question"
+    if not answer:
+        return None, "no expected answer"
+    document = None
+    if raw.get("document"):
+        document = parse_document(raw["document"])
+        if document is None:
+            return None, "unusable document"
+    rule = _cited_rule(raw.get("tests_rule"), rules)
+    # One line: the case list shows it in a single row, and the case form keeps it so.
+    tests_rule = rule.label if rule else " ".join(clean(raw.get("tests_rule") or "").split())
+    return GeneratedCase(question, answer, rule, _shorten(tests_rule, 300), document), ""
+
+
+def _cited_rule(value: Any, rules: list[Rule]) -> Rule | None:
+    match = re.search(r"\d+", str(value or ""))
+    number = int(match.group()) if match else 0
+    return rules[number - 1] if 1 <= number <= len(rules) else None
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def parse_document(raw: Any) -> DocumentSpec | None:
+    """The document described by the model, trimmed to our limits; None when it has no content."""
+    if not isinstance(raw, dict):
+        return None
+    title = _shorten(clean(raw.get("title") or ""), 200)
+    paragraphs = [_shorten(clean(p), MAX_PARAGRAPH_CHARS) for p in _list(raw.get("paragraphs"))]
+    paragraphs = [p for p in paragraphs if p][:MAX_PARAGRAPHS]
+    table = _parse_table(raw.get("table"))
+    formal = _parse_formal(raw.get("formal"))
+    if not title or not (paragraphs or table or formal):
+        return None
+    return DocumentSpec(
+        title=title,
+        context=_shorten(clean(raw.get("document_context") or ""), 300),
+        format_hint=_shorten(clean(raw.get("format_hint") or ""), 100),
+        paragraphs=paragraphs,
+        table=table,
+        formal=formal,
+    )
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _parse_table(raw: Any) -> TableSpec | None:
+    if not isinstance(raw, dict):
+        return None
+    columns = [_shorten(clean(c), 200) for c in _list(raw.get("columns"))][:MAX_COLUMNS]
+    rows: list[list[str | int | float]] = []
+    for row in _list(raw.get("rows"))[:MAX_ROWS]:
+        if not isinstance(row, list):
+            continue
+        cells = [_cell(v) for v in row[: len(columns)]]
+        cells += [""] * (len(columns) - len(cells))  # short rows are padded, long ones cut
+        if any(cell != "" for cell in cells):
+            rows.append(cells)
+    if not columns or not any(columns) or not rows:
+        return None
+    return TableSpec(columns=[c or f"Column {i}" for i, c in enumerate(columns, start=1)], rows=rows)
+
+
+def _cell(value: Any) -> str | int | float:
+    if isinstance(value, bool) or value is None:
+        return "" if value is None else str(value)
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return value
+    return _shorten(clean(value), MAX_CELL_CHARS)
+
+
+def _parse_formal(raw: Any) -> FormalSpec | None:
+    if not isinstance(raw, dict):
+        return None
+    # Known kinds come back as "purchase_order"; anything else is kept as the model named it.
+    kind = _shorten(clean(raw.get("kind") or ""), 40) or "Document"
+    parties = [
+        Party(
+            role=_shorten(clean(p.get("role") or ""), 60),
+            name=_shorten(clean(p.get("name") or ""), 200),
+            details=[_shorten(clean(d), 200) for d in _list(p.get("details"))[:8] if clean(d)],
+        )
+        for p in _list(raw.get("parties"))[:3]
+        if isinstance(p, dict) and clean(p.get("name") or "")
+    ]
+    fields = _labelled(raw.get("fields"))
+    line_items = _parse_table(raw.get("line_items"))
+    totals = _labelled(raw.get("totals"))
+    notes = [_shorten(clean(n), MAX_PARAGRAPH_CHARS) for n in _list(raw.get("notes"))[:MAX_LIST_ITEMS] if clean(n)]
+    if not (parties or fields or line_items or totals):
+        return None
+    return FormalSpec(
+        kind=kind,
+        parties=parties,
+        fields=fields,
+        line_items=line_items,
+        totals=totals,
+        notes=notes,
+    )
+
+
+def _labelled(raw: Any) -> list[tuple[str, str]]:
+    pairs = []
+    for item in _list(raw)[:MAX_LIST_ITEMS]:
+        if isinstance(item, dict) and clean(item.get("label") or ""):
+            pairs.append((_shorten(clean(item["label"]), 100), _shorten(clean(item.get("value", "")), 500)))
+    return pairs

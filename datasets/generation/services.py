@@ -1,0 +1,213 @@
+"""Generate with AI: the only code in datasets.generation that writes.
+
+dataset_generate_create makes the dataset (Extracting) and enqueues the job;
+dataset_generate is the job: it claims the dataset, asks the model for cases
+(generator.py), writes their attachments (writers.py), and stores everything in one
+transaction at the end, so a failure at any point leaves no cases and no files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.core.files.base import ContentFile
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from agents.models import Agent
+from datasets.generation.generator import Generation, GenerationError, agent_rules, generate_cases
+from datasets.generation.writers import WrittenDocument, write_document
+from datasets.models import Dataset, Document
+from datasets.services import case_bulk_create, dataset_create
+from evalsite import llm
+
+logger = logging.getLogger(__name__)
+
+MIN_CASES = 1
+MAX_CASES = 50
+
+NO_MODEL_MESSAGE = (
+    "Generating test cases needs a model, and none is configured. Set EVALSITE_LLM_MODEL "
+    "(and the provider's API key) to turn it on, or upload a file instead."
+)
+NO_RULES_MESSAGE = (
+    "The agent has no instructions, skills, guardrails or knowledge to write test cases from. "
+    "Add them on the agent's Configuration tab first."
+)
+UNEXPECTED_REASON = (
+    "Generation stopped because of an unexpected error. Try again; if it happens again, tell your administrator."
+)
+
+
+def dataset_generate_create(
+    *, agent: Agent, user: AbstractBaseUser, name: str, count: int, instructions: str
+) -> Dataset:
+    """A new dataset in Extracting whose cases the model will write; the job starts after commit."""
+    if not llm.is_configured("llm"):
+        raise ValidationError(NO_MODEL_MESSAGE)
+    if not MIN_CASES <= count <= MAX_CASES:
+        raise ValidationError({"count": [f"Choose from {MIN_CASES} to {MAX_CASES} test cases."]})
+    if agent.current_version is None or not agent_rules(agent.current_version):
+        raise ValidationError(NO_RULES_MESSAGE)
+    with transaction.atomic():
+        # dataset_create checks the name (free, 120 characters) and the per-agent limit.
+        dataset = dataset_create(
+            agent=agent,
+            user=user,
+            name=name,
+            source=Dataset.Source.GENERATED,
+            status=Dataset.Status.EXTRACTING,
+            source_name=Dataset.Source.GENERATED.label,
+            generation={"count": count, "instructions": instructions.strip()},
+        )
+        transaction.on_commit(lambda: _enqueue(dataset.pk))
+    return dataset
+
+
+def _enqueue(dataset_id: int) -> None:
+    from datasets.tasks import dataset_generate as dataset_generate_task
+
+    dataset_generate_task.delay(dataset_id)
+
+
+def dataset_generate(*, dataset_id: int) -> None:
+    """The generation job. Safe to run twice: only a dataset still Extracting is worked on."""
+    dataset = _claim(dataset_id)
+    if dataset is None:
+        return
+    try:
+        generation = generate_cases(
+            agent=dataset.agent,
+            count=int(dataset.generation.get("count") or 0),
+            instructions=str(dataset.generation.get("instructions") or ""),
+            trace={"dataset": dataset.pk},
+        )
+        written = [write_document(case.document) if case.document else None for case in generation.cases]
+    except GenerationError as error:
+        dataset_generate_fail(dataset_id=dataset_id, reason=error.message)
+        return
+    except llm.LLMError as error:
+        reason = f"The model could not write the test cases. {error.message}"
+        dataset_generate_fail(dataset_id=dataset_id, reason=reason)
+        return
+    except SoftTimeLimitExceeded:
+        minutes = max(1, settings.CELERY_TASK_SOFT_TIME_LIMIT // 60)
+        reason = f"Generation took longer than {minutes} minutes and was stopped. Try again with fewer test cases."
+        dataset_generate_fail(dataset_id=dataset_id, reason=reason)
+        return
+    _store(dataset, generation, written)
+
+
+def _claim(dataset_id: int) -> Dataset | None:
+    """Count this delivery in the database; None when there is nothing (more) to do.
+
+    A conditional update, as in datasets.extraction.services: a redelivered message never
+    works on a settled or deleted dataset, and late acks, which redeliver a task whose
+    worker died with no retry count of their own, stop after the limit (RELIABILITY.md 4).
+    """
+    limit = settings.EVALSITE_EXTRACT_MAX_ATTEMPTS
+    claimed = Dataset.objects.filter(
+        pk=dataset_id, status=Dataset.Status.EXTRACTING, source=Dataset.Source.GENERATED, job_attempts__lt=limit
+    ).update(job_attempts=F("job_attempts") + 1, job_started_at=timezone.now())
+    if claimed:
+        return Dataset.objects.select_related("agent__current_version").get(pk=dataset_id)
+    dataset_generate_fail(
+        dataset_id=dataset_id,
+        reason=f"Generation stopped the worker {limit} times, so Evalsite gave up. Try again with fewer test cases.",
+    )
+    return None
+
+
+def dataset_generate_fail(*, dataset_id: int, reason: str) -> bool:
+    """Extracting -> Failed with a reason the user can act on; False when already settled or gone."""
+    return bool(
+        Dataset.objects.filter(pk=dataset_id, status=Dataset.Status.EXTRACTING).update(
+            status=Dataset.Status.FAILED, failure_reason=reason[:2000], notice="", updated_at=timezone.now()
+        )
+    )
+
+
+def _store(dataset: Dataset, generation: Generation, written: list[WrittenDocument | None]) -> None:
+    """Files first, then every row in one transaction; files are removed again if it fails."""
+    documents: list[Document | None] = []
+    try:
+        for document in written:
+            documents.append(_document_file(dataset, document) if document else None)
+        with transaction.atomic():
+            # Locked and re-checked: the dataset may have been deleted while the model was writing.
+            locked = Dataset.objects.select_for_update().filter(pk=dataset.pk, status=Dataset.Status.EXTRACTING).first()
+            if locked is None:
+                _delete_files(documents)
+                return
+            _save_rows(locked, generation, documents)
+    except BaseException:
+        _delete_files(documents)
+        raise
+    logger.info(
+        "dataset %s generated %d cases in %d requests (%d prompt, %d completion tokens, $%.4f)",
+        dataset.pk, len(generation.cases), generation.requests, generation.prompt_tokens,
+        generation.completion_tokens, generation.cost,
+    )  # fmt: skip
+
+
+def _document_file(dataset: Dataset, written: WrittenDocument) -> Document:
+    document = Document(
+        team_id=dataset.agent.team_id,
+        dataset=dataset,
+        original_name=written.filename,
+        file_type=written.file_type,
+        size=len(written.content),
+        sha256=hashlib.sha256(written.content).hexdigest(),
+        text=written.text,
+        generated=True,
+    )
+    # Storage picks the server-generated path (datasets.models._document_path); the row is saved later.
+    document.file.save(written.filename, ContentFile(written.content), save=False)
+    return document
+
+
+def _save_rows(dataset: Dataset, generation: Generation, documents: list[Document | None]) -> None:
+    for document in documents:
+        if document is not None:
+            document.save()
+    case_bulk_create(
+        dataset=dataset,
+        cases=[
+            {
+                "question": case.question,
+                "expected_answer": case.expected_answer,
+                "tests_rule": case.tests_rule,
+                "document_context": case.document.context if case.document else "",
+                "documents": [document] if document is not None else [],
+            }
+            for case, document in zip(generation.cases, documents, strict=True)
+        ],
+    )
+    dataset.status = Dataset.Status.READY
+    dataset.failure_reason = ""
+    dataset.generation = {**dataset.generation, **_generation_record(generation)}
+    dataset.save(update_fields=["status", "failure_reason", "generation", "updated_at"])
+
+
+def _generation_record(generation: Generation) -> dict[str, Any]:
+    return {
+        "agent_version": generation.agent_version,
+        "requests": generation.requests,
+        "prompt_tokens": generation.prompt_tokens,
+        "completion_tokens": generation.completion_tokens,
+        "cost": round(generation.cost, 6),
+        "dropped": dict(generation.dropped),
+    }
+
+
+def _delete_files(documents: list[Document | None]) -> None:
+    for document in documents:
+        if document is not None and document.file.name:
+            document.file.storage.delete(document.file.name)
