@@ -1,3 +1,320 @@
-from ninja import Router
+"""JSON API for datasets and their test cases ("items"), under /api/agents/{agent_id}/eval/.
 
-router = Router()
+Token auth comes from evalsite.api. A dataset or agent of another team is a 404, never a
+403. Bad input is a 422 whose `detail` lists {loc, msg, type} per field, the same shape
+django-ninja uses for its own schema errors, so clients handle one error format.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404, HttpRequest
+from ninja import Field, Router, Schema
+from ninja.errors import ValidationError as NinjaValidationError
+from ninja.pagination import LimitOffsetPagination, paginate
+
+from agents.models import Agent
+from agents.selectors import agent_get_for_user
+from datasets import selectors, services
+from datasets.models import Dataset, TestCase
+
+router = Router(tags=["datasets"])
+
+TrajectoryMode = Literal["strict", "unordered", "superset", "subset"]
+
+
+# ---- schemas -------------------------------------------------------------------
+
+
+class FieldError(Schema):
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ValidationErrorOut(Schema):
+    detail: list[FieldError]
+
+
+class NotFoundOut(Schema):
+    detail: str
+
+
+class DatasetOut(Schema):
+    id: int
+    agent_id: int
+    name: str
+    description: str
+    status: str = Field(description="extracting | ready | failed")
+    failure_reason: str
+    notice: str
+    source: str = Field(description="manual | upload | generated | import")
+    source_name: str
+    case_count: int
+    acceptance_criteria: str
+    rejection_criteria: str
+    evaluation_criteria: str
+    judge_model: str
+    judge_prompt: str
+    pass_threshold: int
+    number_of_requests: int
+    jaccard_enabled: bool
+    vector_enabled: bool
+    created_at: datetime
+    updated_at: datetime
+
+    @staticmethod
+    def resolve_case_count(dataset: Dataset) -> int:
+        count = getattr(dataset, "case_count", None)
+        return dataset.cases.count() if count is None else count
+
+
+class DatasetIn(Schema):
+    name: str = Field(description="Required, at most 120 characters, unique for the agent")
+    description: str = ""
+    acceptance_criteria: str = ""
+    rejection_criteria: str = ""
+    evaluation_criteria: str = ""
+    judge_model: str = Field("", description="litellm model name; empty uses the console's judge model")
+    judge_prompt: str = Field("", description="Replaces the default judge instructions")
+    pass_threshold: int = Field(7, ge=0, le=10)
+    number_of_requests: int = Field(1, ge=1, le=10, description="Repeats per case")
+    jaccard_enabled: bool = True
+    vector_enabled: bool = False
+
+
+class DatasetPatch(Schema):
+    name: str | None = None
+    description: str | None = None
+    acceptance_criteria: str | None = None
+    rejection_criteria: str | None = None
+    evaluation_criteria: str | None = None
+    judge_model: str | None = None
+    judge_prompt: str | None = None
+    pass_threshold: int | None = Field(None, ge=0, le=10)
+    number_of_requests: int | None = Field(None, ge=1, le=10)
+    jaccard_enabled: bool | None = None
+    vector_enabled: bool | None = None
+
+
+class Turn(Schema):
+    user: str
+    expected: str = ""
+
+
+class Tool(Schema):
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict, description="Arguments to check; {} checks none")
+
+
+class DocumentOut(Schema):
+    id: int
+    name: str
+    file_type: str
+    size: int
+
+    @staticmethod
+    def resolve_name(document: Any) -> str:
+        return document.original_name
+
+
+class ItemOut(Schema):
+    id: int
+    position: int
+    case_id: str
+    question: str
+    expected_answer: str
+    document_context: str
+    documents: list[DocumentOut]
+    turns: list[Turn] = Field(description="User turns before the question, each with an optional expected reply")
+    expected_tools: list[Tool]
+    trajectory_mode: TrajectoryMode
+    check_tool_args: bool
+    expected_context: list[str]
+    judge_guideline: str
+    tags: list[str]
+    smoke_count: int | None
+    smoke_guidance: str
+    tests_rule: str
+    source_file: str
+    source_location: str
+    source_span: str
+    extra: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+
+    @staticmethod
+    def resolve_documents(case: TestCase) -> list[Any]:
+        return list(case.documents.all())
+
+
+class ItemIn(Schema):
+    question: str
+    expected_answer: str = ""
+    document_context: str = ""
+    case_id: str = Field("", description="Stable id, unique in the dataset")
+    turns: list[Turn] = Field(default_factory=list)
+    expected_tools: list[Tool] = Field(default_factory=list)
+    trajectory_mode: TrajectoryMode = "strict"
+    check_tool_args: bool = False
+    expected_context: list[str] = Field(default_factory=list)
+    judge_guideline: str = ""
+    tags: list[str] = Field(default_factory=list)
+    smoke_count: int | None = Field(None, ge=1, le=10)
+    smoke_guidance: str = ""
+
+
+class ItemPatch(Schema):
+    question: str | None = None
+    expected_answer: str | None = None
+    document_context: str | None = None
+    case_id: str | None = None
+    turns: list[Turn] | None = None
+    expected_tools: list[Tool] | None = None
+    trajectory_mode: TrajectoryMode | None = None
+    check_tool_args: bool | None = None
+    expected_context: list[str] | None = None
+    judge_guideline: str | None = None
+    tags: list[str] | None = None
+    smoke_count: int | None = Field(None, ge=1, le=10)
+    smoke_guidance: str | None = None
+
+
+# ---- helpers -------------------------------------------------------------------
+
+
+def _invalid(exc: DjangoValidationError) -> NinjaValidationError:
+    """A service's ValidationError as ninja's 422, one entry per message."""
+    errors: list[dict[str, Any]] = []
+    if hasattr(exc, "error_dict"):
+        for name, messages in exc.message_dict.items():
+            errors += [{"type": "value_error", "loc": ["body", "payload", name], "msg": m} for m in messages]
+    else:
+        errors += [{"type": "value_error", "loc": ["body", "payload"], "msg": m} for m in exc.messages]
+    return NinjaValidationError(errors)
+
+
+def _agent(request: HttpRequest, agent_id: int) -> Agent:
+    return agent_get_for_user(user=request.user, agent_id=agent_id)
+
+
+def _dataset(request: HttpRequest, agent_id: int, dataset_id: int) -> Dataset:
+    dataset = selectors.dataset_get(agent=_agent(request, agent_id), dataset_id=dataset_id)
+    if dataset is None:
+        raise Http404("No such dataset")
+    return dataset
+
+
+def _item(request: HttpRequest, agent_id: int, dataset_id: int, item_id: int) -> TestCase:
+    dataset = _dataset(request, agent_id, dataset_id)
+    case = dataset.cases.prefetch_related("documents").filter(pk=item_id).first()
+    if case is None:
+        raise Http404("No such item")
+    case.dataset = dataset
+    return case
+
+
+def _case_payload(payload: Schema, *, exclude_unset: bool) -> dict[str, Any]:
+    data = payload.model_dump(exclude_unset=exclude_unset)
+    # null means "leave as is", except for smoke_count, where null turns smoke tests off.
+    return {key: value for key, value in data.items() if value is not None or key == "smoke_count"}
+
+
+# ---- datasets ------------------------------------------------------------------
+
+DATASETS = "/agents/{agent_id}/eval/datasets"
+DATASET = DATASETS + "/{dataset_id}"
+ITEMS = DATASET + "/items"
+ITEM = ITEMS + "/{item_id}"
+
+
+@router.get(DATASETS, response={200: list[DatasetOut], 404: NotFoundOut}, summary="List an agent's datasets")
+@paginate(LimitOffsetPagination)
+def dataset_list(request: HttpRequest, agent_id: int) -> Any:
+    return selectors.dataset_list(agent=_agent(request, agent_id))
+
+
+@router.post(
+    DATASETS, response={201: DatasetOut, 404: NotFoundOut, 422: ValidationErrorOut}, summary="Create a dataset"
+)
+def dataset_create(request: HttpRequest, agent_id: int, payload: DatasetIn) -> tuple[int, Dataset]:
+    agent = _agent(request, agent_id)
+    try:
+        dataset = services.dataset_create(agent=agent, user=request.user, **payload.model_dump())
+    except DjangoValidationError as exc:
+        raise _invalid(exc) from None
+    dataset.case_count = 0  # type: ignore[attr-defined]
+    return 201, dataset
+
+
+@router.get(DATASET, response={200: DatasetOut, 404: NotFoundOut}, summary="A dataset with its scoring settings")
+def dataset_detail(request: HttpRequest, agent_id: int, dataset_id: int) -> Dataset:
+    return _dataset(request, agent_id, dataset_id)
+
+
+@router.patch(
+    DATASET,
+    response={200: DatasetOut, 404: NotFoundOut, 422: ValidationErrorOut},
+    summary="Rename a dataset or change its scoring settings",
+)
+def dataset_update(request: HttpRequest, agent_id: int, dataset_id: int, payload: DatasetPatch) -> Dataset:
+    dataset = _dataset(request, agent_id, dataset_id)
+    try:
+        services.dataset_update(dataset=dataset, **payload.model_dump(exclude_unset=True))
+    except DjangoValidationError as exc:
+        raise _invalid(exc) from None
+    return dataset
+
+
+@router.delete(DATASET, response={204: None, 404: NotFoundOut}, summary="Delete a dataset, its items and documents")
+def dataset_delete(request: HttpRequest, agent_id: int, dataset_id: int) -> tuple[int, None]:
+    """Runs that used the dataset keep their own copy of its cases and their results."""
+    services.dataset_delete(dataset=_dataset(request, agent_id, dataset_id))
+    return 204, None
+
+
+# ---- items (test cases) ------------------------------------------------------------
+
+
+@router.get(ITEMS, response={200: list[ItemOut], 404: NotFoundOut}, summary="List a dataset's test cases")
+@paginate(LimitOffsetPagination)
+def item_list(request: HttpRequest, agent_id: int, dataset_id: int, q: str = "") -> Any:
+    """In dataset order; `q` keeps the items whose question, expected answer, document
+    context or case id contain every word of it."""
+    return selectors.case_search(dataset=_dataset(request, agent_id, dataset_id), query=q)
+
+
+@router.post(ITEMS, response={201: ItemOut, 404: NotFoundOut, 422: ValidationErrorOut}, summary="Add a test case")
+def item_create(request: HttpRequest, agent_id: int, dataset_id: int, payload: ItemIn) -> tuple[int, TestCase]:
+    dataset = _dataset(request, agent_id, dataset_id)
+    try:
+        case = services.case_create(dataset=dataset, **_case_payload(payload, exclude_unset=False))
+    except DjangoValidationError as exc:
+        raise _invalid(exc) from None
+    return 201, case
+
+
+@router.get(ITEM, response={200: ItemOut, 404: NotFoundOut}, summary="A test case")
+def item_detail(request: HttpRequest, agent_id: int, dataset_id: int, item_id: int) -> TestCase:
+    return _item(request, agent_id, dataset_id, item_id)
+
+
+@router.patch(
+    ITEM, response={200: ItemOut, 404: NotFoundOut, 422: ValidationErrorOut}, summary="Change fields of a test case"
+)
+def item_update(request: HttpRequest, agent_id: int, dataset_id: int, item_id: int, payload: ItemPatch) -> TestCase:
+    case = _item(request, agent_id, dataset_id, item_id)
+    try:
+        services.case_update(case=case, **_case_payload(payload, exclude_unset=True))
+    except DjangoValidationError as exc:
+        raise _invalid(exc) from None
+    return case
+
+
+@router.delete(ITEM, response={204: None, 404: NotFoundOut}, summary="Delete a test case")
+def item_delete(request: HttpRequest, agent_id: int, dataset_id: int, item_id: int) -> tuple[int, None]:
+    services.case_delete(case=_item(request, agent_id, dataset_id, item_id))
+    return 204, None

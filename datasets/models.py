@@ -118,9 +118,13 @@ class TestCase(models.Model):
     documents = models.ManyToManyField(Document, blank=True, related_name="cases")
 
     case_id = models.CharField(max_length=100, blank=True, help_text="Stable id, unique in the dataset")
-    # [{"user": "...", "expected": "..."}], in order; empty for single-turn cases.
+    # Multi-turn cases: the user turns that come BEFORE `question`, in order, each with an
+    # optional expected reply: [{"user": "...", "expected": "..."}]. The conversation is
+    # turns[0].user, turns[1].user, ..., then `question` last; `expected_answer` is the
+    # expected final reply. Empty for single-turn cases. (datasets.services.case_fields_clean)
     turns = models.JSONField(default=list, blank=True)
-    # [{"name": "...", "args": {...}}]
+    # The expected tool trajectory over the whole conversation: [{"name": "...", "args": {...}}].
+    # `args` lists only the arguments to check ({} checks none), when check_tool_args is on.
     expected_tools = models.JSONField(default=list, blank=True)
     trajectory_mode = models.CharField(max_length=10, choices=TrajectoryMode.choices, default=TrajectoryMode.STRICT)
     check_tool_args = models.BooleanField(default=False)
@@ -136,6 +140,9 @@ class TestCase(models.Model):
     source_file = models.CharField(max_length=255, blank=True)
     source_location = models.CharField(max_length=100, blank=True, help_text="page 3, Sheet1 row 12, ...")
     source_span = models.TextField(blank=True)
+    # Eval-set fields Evalsite keeps but does not score (ADK `session_input`, 10xgraph
+    # `expected_node_order`), so a JSON import exports back without losing them.
+    extra = models.JSONField(default=dict, blank=True)
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

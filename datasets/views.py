@@ -1,6 +1,519 @@
-# Temporary: replaced by the dataset pages.
-from django.http import HttpResponse
+"""Dataset pages: the Datasets tab, a dataset's page, and its test cases.
+
+Dialog pattern: an htmx GET renders the form inside a <dialog data-autoopen> swapped into
+#dialog-slot; the form posts back with hx-target="this", so errors re-render the form in
+place; success empties #dialog-slot (closing the dialog) and fires events that refresh
+the region concerned. Without JavaScript the same URLs are ordinary pages.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Page, Paginator
+from django.forms import Form
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import content_disposition_header
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import (
+    HTMX_STOP_POLLING,
+    HttpResponseClientRedirect,
+    HttpResponseClientRefresh,
+    reswap,
+    retarget,
+    trigger_client_event,
+)
+
+from agents.models import Agent
+from agents.selectors import agent_get_for_user
+from datasets import selectors, services
+from datasets.exporters import export_filename
+from datasets.forms import CaseForm, DatasetCreateForm, DatasetRenameForm, DatasetSettingsForm, ImportForm
+from datasets.models import Dataset, TestCase
+from datasets.upload_forms import DocumentUploadForm, UploadSizeGuard
+from evalsite.http import AuthedRequest
+
+CASES_PER_PAGE = 25
 
 
-def dataset_list(request, agent_id):
-    return HttpResponse("datasets")
+# ---- helpers -------------------------------------------------------------------
+
+
+def _get_agent_for_user(request: AuthedRequest, agent_id: int) -> Agent:
+    return agent_get_for_user(user=request.user, agent_id=agent_id)
+
+
+def _get_dataset_for_user(request: AuthedRequest, agent_id: int, dataset_id: int) -> tuple[Agent, Dataset]:
+    agent = _get_agent_for_user(request, agent_id)
+    dataset = selectors.dataset_get(agent=agent, dataset_id=dataset_id)
+    if dataset is None:
+        raise Http404("No such dataset")
+    return agent, dataset
+
+
+def _get_case_for_user(
+    request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: int
+) -> tuple[Agent, Dataset, TestCase]:
+    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    case = TestCase.objects.filter(dataset=dataset, pk=case_pk).prefetch_related("documents").first()
+    if case is None:
+        raise Http404("No such test case")
+    case.dataset = dataset
+    return agent, dataset, case
+
+
+def _is_partial(request: AuthedRequest) -> bool:
+    # A history restore needs the whole page, not the fragment.
+    return bool(request.htmx) and not request.htmx.history_restore_request
+
+
+def _add_service_errors(form: Form, exc: ValidationError) -> None:
+    if hasattr(exc, "error_dict"):
+        for name, errors in exc.error_dict.items():
+            for error in errors:
+                form.add_error(name if name in form.fields else None, error)
+    else:
+        form.add_error(None, exc)
+
+
+def _guard(request: AuthedRequest) -> UploadSizeGuard | None:
+    """Cap an upload's size before Django stores it (RELIABILITY.md 1): must run before
+    anything reads request.POST, hence csrf_exempt outside and csrf_protect inside."""
+    if request.method != "POST":
+        return None
+    guard = UploadSizeGuard(request)
+    request.upload_handlers.insert(0, guard)
+    return guard
+
+
+def _upload_data(request: AuthedRequest) -> tuple[Any, Any]:
+    """request.POST and request.FILES of a POST (parsing the body, so the guard's verdict
+    is known afterwards), or (None, None) for an unbound form."""
+    if request.method != "POST":
+        return None, None
+    return request.POST, request.FILES
+
+
+def _toast(response: HttpResponse, message: str, level: str = "success") -> HttpResponse:
+    return trigger_client_event(response, "toast", {"message": message, "level": level})
+
+
+def _form_response(request: AuthedRequest, *, form_template: str, title: str, context: dict[str, Any]) -> HttpResponse:
+    """One form, three callers: a dialog (htmx GET), the form alone (htmx POST with
+    errors, swapped over itself) and a plain page (no JavaScript)."""
+    context = {**context, "form_template": form_template, "title": title}
+    if _is_partial(request):
+        template = form_template if request.method == "POST" else "datasets/partials/dialog.html"
+        return render(request, template, context)
+    return render(request, "datasets/form_page.html", context)
+
+
+def _done(request: AuthedRequest, *, message: str, next_url: str, events: tuple[str, ...] = ()) -> HttpResponse:
+    """After a successful dialog form: close the dialog and refresh what changed (htmx),
+    or redirect with a flash message (plain form)."""
+    if not request.htmx:
+        messages.success(request, message)
+        return redirect(next_url)
+    response = HttpResponse("")
+    retarget(response, "#dialog-slot")
+    reswap(response, "innerHTML")
+    for event in events:
+        trigger_client_event(response, event)
+    return _toast(response, message)
+
+
+# ---- the Datasets tab ----------------------------------------------------------
+
+
+def _table_context(agent: Agent) -> dict[str, Any]:
+    datasets = list(selectors.dataset_list(agent=agent))
+    return {
+        "agent": agent,
+        "datasets": datasets,
+        "polling": any(d.status == Dataset.Status.EXTRACTING for d in datasets),
+    }
+
+
+@login_required
+@require_GET
+def dataset_list(request: AuthedRequest, agent_id: int) -> HttpResponse:
+    agent = _get_agent_for_user(request, agent_id)
+    context = _table_context(agent)
+    if _is_partial(request):
+        return render(request, "datasets/partials/dataset_table.html", context)
+    context["at_limit"] = len(context["datasets"]) >= _limit()
+    context["limit"] = _limit()
+    return render(request, "datasets/list.html", context)
+
+
+@login_required
+@require_GET
+def dataset_list_rows(request: AuthedRequest, agent_id: int) -> HttpResponse:
+    """The list's poll: refreshed every 3 s while a dataset is Extracting; 286 stops it."""
+    agent = _get_agent_for_user(request, agent_id)
+    context = _table_context(agent)
+    response = render(request, "datasets/partials/dataset_table.html", context)
+    if not context["polling"]:
+        response.status_code = HTMX_STOP_POLLING
+    return response
+
+
+def _limit() -> int:
+    return settings.EVALSITE_MAX_DATASETS_PER_AGENT
+
+
+@csrf_exempt
+@login_required
+@require_http_methods(["GET", "POST"])
+def dataset_create(request: AuthedRequest, agent_id: int) -> HttpResponse:
+    """A new dataset, empty or filled from a CSV or EvalSet JSON file."""
+    return _dataset_create(request, agent_id, _guard(request))
+
+
+@csrf_protect
+def _dataset_create(request: AuthedRequest, agent_id: int, guard: UploadSizeGuard | None) -> HttpResponse:
+    agent = _get_agent_for_user(request, agent_id)
+    data, files = _upload_data(request)
+    form = DatasetCreateForm(data, files, too_big=guard.too_big if guard else None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            dataset, message = _create(request, agent, form)
+        except ValidationError as exc:
+            _add_service_errors(form, exc)
+        else:
+            url = reverse("datasets:detail", args=[agent.pk, dataset.pk])
+            messages.success(request, message)
+            return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    context = {"agent": agent, "form": form, "at_limit": agent.datasets.count() >= _limit()}
+    return _form_response(
+        request, form_template="datasets/partials/create_form.html", title="New dataset", context=context
+    )
+
+
+def _create(request: AuthedRequest, agent: Agent, form: DatasetCreateForm) -> tuple[Dataset, str]:
+    name = form.cleaned_data["name"]
+    file = form.cleaned_data.get("file")
+    if file is None:
+        dataset = services.dataset_create(agent=agent, user=request.user, name=name)
+        return dataset, f"Dataset “{dataset.name}” created. Add its first test case."
+    dataset, result = services.dataset_create_from_file(agent=agent, user=request.user, name=name, file=file)
+    return dataset, f"Dataset “{dataset.name}” created. {result.message}"
+
+
+@login_required
+@require_GET
+def dataset_row(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
+    """One row of the list (cancelling an inline rename)."""
+    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    if not _is_partial(request):
+        return redirect("datasets:list", agent.pk)
+    return render(request, "datasets/partials/dataset_row.html", {"agent": agent, "dataset": dataset})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def dataset_rename(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
+    """Inline in a list row (`in=row`, the default) or in a dialog on the dataset page (`in=dialog`)."""
+    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    place = "dialog" if request.GET.get("in", request.POST.get("in")) == "dialog" else "row"
+    form = DatasetRenameForm(request.POST or None, initial={"name": dataset.name})
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.dataset_rename(dataset=dataset, name=form.cleaned_data["name"])
+        except ValidationError as exc:
+            _add_service_errors(form, exc)
+        else:
+            return _renamed(request, agent, dataset, place)
+    context = {"agent": agent, "dataset": dataset, "form": form, "place": place}
+    if _is_partial(request) and place == "row":
+        return render(request, "datasets/partials/dataset_row.html", {**context, "editing": True})
+    return _form_response(
+        request, form_template="datasets/partials/rename_form.html", title="Rename dataset", context=context
+    )
+
+
+def _renamed(request: AuthedRequest, agent: Agent, dataset: Dataset, place: str) -> HttpResponse:
+    message = f"Renamed to “{dataset.name}”."
+    if place == "dialog" or not request.htmx:
+        messages.success(request, message)
+        if request.htmx:
+            return HttpResponseClientRefresh()  # the heading, title and breadcrumbs all change
+        if place == "dialog":
+            return redirect("datasets:detail", agent.pk, dataset.pk)
+        return redirect("datasets:list", agent.pk)
+    dataset = selectors.dataset_get(agent=agent, dataset_id=dataset.pk)  # fresh case count
+    response = render(request, "datasets/partials/dataset_row.html", {"agent": agent, "dataset": dataset})
+    return _toast(response, message)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def dataset_delete(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
+    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    from_detail = request.POST.get("from", request.GET.get("from")) == "detail"
+    if request.method == "POST":
+        name = dataset.name
+        services.dataset_delete(dataset=dataset)
+        message = f"Deleted “{name}”."
+        list_url = reverse("datasets:list", args=[agent.pk])
+        if request.htmx and from_detail:
+            messages.success(request, message)
+            return HttpResponseClientRedirect(list_url)
+        return _done(request, message=message, next_url=list_url, events=("datasetsChanged",))
+    context = {
+        "agent": agent,
+        "dataset": dataset,
+        "from_detail": from_detail,
+        "document_count": dataset.documents.count(),
+        "run_count": dataset.runs.count(),
+    }
+    return _form_response(
+        request, form_template="datasets/partials/delete_form.html", title="Delete dataset", context=context
+    )
+
+
+# ---- a dataset's page ----------------------------------------------------------
+
+
+def _case_page(request: AuthedRequest, dataset: Dataset, page_number: Any = None) -> tuple[Page, str]:
+    query = request.GET.get("q", "").strip()[:200]
+    paginator = Paginator(selectors.case_search(dataset=dataset, query=query), CASES_PER_PAGE)
+    return paginator.get_page(page_number or request.GET.get("page")), query
+
+
+def _case_list_context(agent: Agent, dataset: Dataset, page: Page, query: str, total: int) -> dict[str, Any]:
+    return {"agent": agent, "dataset": dataset, "page": page, "query": query, "total": total}
+
+
+def _detail(request: AuthedRequest, agent: Agent, dataset: Dataset) -> HttpResponse:
+    page, query = _case_page(request, dataset)
+    total = dataset.case_count  # annotated by the selector
+    context = _case_list_context(agent, dataset, page, query, total)
+    if _is_partial(request):
+        return render(request, "datasets/partials/case_list.html", context)
+    context.update(
+        settings_form=DatasetSettingsForm.for_dataset(dataset),
+        run_blocker=selectors.dataset_run_blocker(dataset=dataset, case_count=total),
+        default_judge_model=_default_judge_model(),
+    )
+    return render(request, "datasets/detail.html", context)
+
+
+def _default_judge_model() -> str:
+    return settings.EVALSITE_JUDGE_MODEL or settings.EVALSITE_LLM_MODEL
+
+
+@login_required
+@require_GET
+def dataset_detail(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
+    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    return _detail(request, agent, dataset)
+
+
+@login_required
+@require_GET
+def case_search(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
+    """Search as you type and pagination: the case list fragment (the whole page without htmx)."""
+    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    return _detail(request, agent, dataset)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def dataset_settings(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
+    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    form = DatasetSettingsForm.for_dataset(dataset, request.POST or None)
+    saved = False
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.dataset_update_settings(dataset=dataset, **form.cleaned_data)
+        except ValidationError as exc:
+            _add_service_errors(form, exc)
+        else:
+            if not request.htmx:
+                messages.success(request, "Scoring settings saved.")
+                return redirect("datasets:detail", agent.pk, dataset.pk)
+            saved = True
+            form = DatasetSettingsForm.for_dataset(dataset)
+    context = {
+        "agent": agent,
+        "dataset": dataset,
+        "settings_form": form,
+        "settings_open": True,
+        "default_judge_model": _default_judge_model(),
+    }
+    if _is_partial(request):
+        response = render(request, "datasets/partials/settings_form.html", context)
+        return _toast(response, "Scoring settings saved.") if saved else response
+    return render(request, "datasets/settings.html", context)
+
+
+# ---- test cases ----------------------------------------------------------------
+
+
+def _case_form_context(agent: Agent, dataset: Dataset, form: CaseForm, case: TestCase | None) -> dict[str, Any]:
+    # attach_form: the case's documents block (datasets/partials/case_documents.html).
+    return {
+        "agent": agent,
+        "dataset": dataset,
+        "form": form,
+        "case": case,
+        "attach_form": DocumentUploadForm() if case is not None else None,
+        "dialog_class": "wide",
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def case_create(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
+    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    form = CaseForm(request.POST or None, dataset=dataset)
+    if request.method == "POST" and form.is_valid():
+        fields = {name: form.cleaned_data[name] for name in services.CASE_EDITABLE_FIELDS}
+        try:
+            services.case_create(dataset=dataset, **fields)
+        except ValidationError as exc:
+            _add_service_errors(form, exc)
+        else:
+            if "add_another" in request.POST:
+                return _added_another(request, agent, dataset)
+            detail_url = reverse("datasets:detail", args=[agent.pk, dataset.pk])
+            return _done(request, message="Test case added.", next_url=detail_url, events=("casesChanged",))
+    context = _case_form_context(agent, dataset, form, None)
+    return _form_response(
+        request, form_template="datasets/partials/case_form.html", title="Add test case", context=context
+    )
+
+
+def _added_another(request: AuthedRequest, agent: Agent, dataset: Dataset) -> HttpResponse:
+    """ "Save and add another": a fresh form in place, the list behind it refreshed."""
+    if not request.htmx:
+        messages.success(request, "Test case added. Add the next one.")
+        return redirect("datasets:case_create", agent.pk, dataset.pk)
+    context = _case_form_context(agent, dataset, CaseForm(dataset=dataset), None)
+    response = render(request, "datasets/partials/case_form.html", context)
+    trigger_client_event(response, "casesChanged")
+    return _toast(response, "Test case added. Add the next one.")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def case_edit(request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: int) -> HttpResponse:
+    agent, dataset, case = _get_case_for_user(request, agent_id, dataset_id, case_pk)
+    form = CaseForm(request.POST or None, dataset=dataset, case=case)
+    if request.method == "POST" and form.is_valid():
+        fields = {name: form.cleaned_data[name] for name in services.CASE_EDITABLE_FIELDS}
+        try:
+            services.case_update(case=case, **fields)
+        except ValidationError as exc:
+            _add_service_errors(form, exc)
+        else:
+            detail_url = reverse("datasets:detail", args=[agent.pk, dataset.pk])
+            return _done(request, message="Test case saved.", next_url=detail_url, events=("casesChanged",))
+    context = _case_form_context(agent, dataset, form, case)
+    return _form_response(
+        request, form_template="datasets/partials/case_form.html", title="Edit test case", context=context
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def case_delete(request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: int) -> HttpResponse:
+    agent, dataset, case = _get_case_for_user(request, agent_id, dataset_id, case_pk)
+    if request.method == "POST":
+        services.case_delete(case=case)
+        detail_url = reverse("datasets:detail", args=[agent.pk, dataset.pk])
+        return _done(request, message="Test case deleted.", next_url=detail_url, events=("casesChanged",))
+    context = {"agent": agent, "dataset": dataset, "case": case}
+    return _form_response(
+        request, form_template="datasets/partials/case_delete_form.html", title="Delete test case", context=context
+    )
+
+
+@login_required
+@require_POST
+def case_move(request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: int) -> HttpResponse:
+    """Move a case one place up or down (or to the top or bottom) in the dataset's order."""
+    agent, dataset, case = _get_case_for_user(request, agent_id, dataset_id, case_pk)
+    direction = request.POST.get("direction", "")
+    current = services.case_index(case=case)
+    targets = {"up": current - 1, "down": current + 1, "top": 0, "bottom": dataset.case_count}
+    if direction not in targets:
+        return HttpResponse("Unknown direction.", status=400)
+    index = services.case_move(case=case, to_index=targets[direction])
+    if not request.htmx:
+        return redirect(f"{reverse('datasets:detail', args=[agent.pk, dataset.pk])}?page={index // CASES_PER_PAGE + 1}")
+    # Show the page the case landed on, with focus kept on the button that moved it.
+    paginator = Paginator(selectors.case_search(dataset=dataset), CASES_PER_PAGE)
+    page = paginator.get_page(index // CASES_PER_PAGE + 1)
+    context = _case_list_context(agent, dataset, page, "", dataset.case_count)
+    context.update(moved_pk=case.pk, moved_direction=direction)
+    return render(request, "datasets/partials/case_list.html", context)
+
+
+# ---- import and export -------------------------------------------------------------
+
+
+@csrf_protect
+def _import(
+    request: AuthedRequest, agent_id: int, dataset_id: int, kind: str, guard: UploadSizeGuard | None
+) -> HttpResponse:
+    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    data, files = _upload_data(request)
+    form = ImportForm(data, files, kind=kind, too_big=guard.too_big if guard else None)
+    if request.method == "POST" and form.is_valid():
+        importer = services.dataset_import_csv if kind == "csv" else services.dataset_import_json
+        try:
+            result = importer(dataset=dataset, file=form.cleaned_data["file"])
+        except ValidationError as exc:
+            form.add_error("file", exc)
+        else:
+            detail_url = reverse("datasets:detail", args=[agent.pk, dataset.pk])
+            return _done(request, message=result.message, next_url=detail_url, events=("casesChanged",))
+    context = {"agent": agent, "dataset": dataset, "form": form, "kind": kind}
+    title = "Import CSV" if kind == "csv" else "Import EvalSet JSON"
+    return _form_response(request, form_template="datasets/partials/import_form.html", title=title, context=context)
+
+
+@csrf_exempt
+@login_required
+@require_http_methods(["GET", "POST"])
+def import_csv(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
+    return _import(request, agent_id, dataset_id, "csv", _guard(request))
+
+
+@csrf_exempt
+@login_required
+@require_http_methods(["GET", "POST"])
+def import_json(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
+    return _import(request, agent_id, dataset_id, "json", _guard(request))
+
+
+def _attachment(content: str, *, filename: str, content_type: str) -> HttpResponse:
+    response = HttpResponse(content, content_type=content_type)
+    response["Content-Disposition"] = content_disposition_header(as_attachment=True, filename=filename)
+    return response
+
+
+@login_required
+@require_GET
+def export_csv(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
+    _agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    content = services.dataset_export_csv(dataset=dataset)
+    return _attachment(content, filename=export_filename(dataset, "csv"), content_type="text/csv; charset=utf-8")
+
+
+@login_required
+@require_GET
+def export_json(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
+    _agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    content = json.dumps(services.dataset_export_json(dataset=dataset), ensure_ascii=False, indent=2)
+    return _attachment(content, filename=export_filename(dataset, "json"), content_type="application/json")

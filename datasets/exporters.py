@@ -1,0 +1,174 @@
+"""Write a dataset's cases as CSV or as an ADK/10xgraph EvalSet (JSON).
+
+Both formats import back into the same cases (datasets.importers), apart from the
+attached document files, which are listed by name only.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from django.utils.text import slugify
+
+from datasets.models import Dataset, TestCase
+
+# A spreadsheet treats a cell starting with one of these as a formula (OWASP CSV injection).
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\n")
+
+CSV_HEADER = (
+    "case_id",
+    "question",
+    "expected_answer",
+    "document_context",
+    "tags",
+    "judge_guideline",
+    "expected_tools",
+    "trajectory_mode",
+    "check_tool_args",
+    "expected_context",
+    "turns",
+    "smoke_count",
+    "smoke_guidance",
+    "tests_rule",
+    "source_file",
+    "source_location",
+    "source_span",
+)
+
+
+def neutralise(value: str) -> str:
+    """Prefix "'" to a cell that a spreadsheet would run as a formula.
+
+    A cell that already starts with "'" followed by a trigger (or another "'") gets one
+    more, so the importer, which strips exactly one, gives back the original text.
+    """
+    if value[:1] in FORMULA_TRIGGERS and value:
+        return "'" + value
+    if value[:1] == "'" and len(value) > 1 and (value[1] in FORMULA_TRIGGERS or value[1] == "'"):
+        return "'" + value
+    return value
+
+
+def _json_cell(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False) if value else ""
+
+
+def _csv_row(case: TestCase) -> list[str]:
+    row = [
+        case.case_id,
+        case.question,
+        case.expected_answer,
+        case.document_context,
+        ", ".join(case.tags),
+        case.judge_guideline,
+        _json_cell(case.expected_tools),
+        case.trajectory_mode,
+        "true" if case.check_tool_args else "false",
+        _json_cell(case.expected_context),
+        _json_cell(case.turns),
+        "" if case.smoke_count is None else str(case.smoke_count),
+        case.smoke_guidance,
+        case.tests_rule,
+        case.source_file,
+        case.source_location,
+        case.source_span,
+    ]
+    return [neutralise(cell) for cell in row]
+
+
+def cases_to_csv(cases: Iterable[TestCase]) -> str:
+    """UTF-8 CSV text with a BOM (so Excel reads the accents), every field quoted."""
+    buffer = io.StringIO()
+    buffer.write("\ufeff")
+    writer = csv.writer(buffer, quoting=csv.QUOTE_ALL)
+    writer.writerow(CSV_HEADER)
+    for case in cases:
+        writer.writerow(_csv_row(case))
+    return buffer.getvalue()
+
+
+def _content(role: str, text: str) -> dict[str, Any] | None:
+    return {"role": role, "parts": [{"text": text}]} if text else None
+
+
+def _invocation(
+    *, invocation_id: str, user: str, expected: str, tools: list[dict[str, Any]], timestamp: float
+) -> dict[str, Any]:
+    return {
+        "invocation_id": invocation_id,
+        "user_content": _content("user", user),
+        "final_response": _content("model", expected),
+        "intermediate_data": {"tool_uses": tools, "intermediate_responses": []},
+        "creation_timestamp": timestamp,
+    }
+
+
+def case_to_eval_case(case: TestCase, number: int) -> dict[str, Any]:
+    eval_id = case.case_id or f"case-{number}"
+    timestamp = case.created_at.timestamp()
+    conversation = [
+        _invocation(
+            invocation_id=f"{eval_id}-turn-{index}",
+            user=turn["user"],
+            expected=turn.get("expected", ""),
+            tools=[],
+            timestamp=timestamp,
+        )
+        for index, turn in enumerate(case.turns, start=1)
+    ]
+    # The whole conversation's tool trajectory sits on its last invocation; the importer
+    # concatenates every invocation's tool uses, so this round-trips exactly.
+    conversation.append(
+        _invocation(
+            invocation_id=f"{eval_id}-turn-{len(case.turns) + 1}",
+            user=case.question,
+            expected=case.expected_answer,
+            tools=[{"name": tool["name"], "args": tool.get("args", {})} for tool in case.expected_tools],
+            timestamp=timestamp,
+        )
+    )
+    eval_case: dict[str, Any] = {"eval_id": eval_id, "conversation": conversation}
+    eval_case.update(
+        {key: value for key, value in case.extra.items() if key in ("session_input", "expected_node_order")}
+    )
+    if case.tags:
+        eval_case["tags"] = case.tags
+    eval_case["creation_timestamp"] = timestamp
+    # Everything the EvalSet shape has no place for, under our own key (other tools ignore it).
+    eval_case["evalsite"] = {
+        "case_id": case.case_id,
+        "document_context": case.document_context,
+        "trajectory_mode": case.trajectory_mode,
+        "check_tool_args": case.check_tool_args,
+        "expected_context": case.expected_context,
+        "judge_guideline": case.judge_guideline,
+        "smoke_count": case.smoke_count,
+        "smoke_guidance": case.smoke_guidance,
+        "tests_rule": case.tests_rule,
+        "source_file": case.source_file,
+        "source_location": case.source_location,
+        "source_span": case.source_span,
+        "documents": [document.original_name for document in case.documents.all()],
+    }
+    return eval_case
+
+
+def dataset_to_eval_set(dataset: Dataset, cases: Iterable[TestCase]) -> dict[str, Any]:
+    from datasets.services import SCORING_FIELDS
+
+    return {
+        "eval_set_id": slugify(dataset.name) or f"dataset-{dataset.pk}",
+        "name": dataset.name,
+        "description": dataset.description,
+        "eval_cases": [case_to_eval_case(case, number) for number, case in enumerate(cases, start=1)],
+        "creation_timestamp": dataset.created_at.timestamp(),
+        "evalsite": {"format": 1, "scoring": {key: getattr(dataset, key) for key in SCORING_FIELDS}},
+    }
+
+
+def export_filename(dataset: Dataset, extension: str) -> str:
+    return f"{slugify(dataset.name) or 'dataset'}.{extension}"

@@ -1,0 +1,328 @@
+"""Input validation for the dataset pages. Normalisation of case fields lives in
+datasets.services.case_fields_clean; the case form parses its repeating rows and
+hands everything to it, so the page and every other source agree."""
+
+from __future__ import annotations
+
+import json
+from itertools import zip_longest
+from pathlib import PurePath
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.files.uploadedfile import UploadedFile
+
+from datasets.models import Dataset, TestCase
+from datasets.services import case_fields_clean
+
+
+def _too_big_message(size: int) -> str:
+    limit = settings.UPLOAD_MAX_BYTES
+    return f"The file is {size / 1_000_000:.1f} MB; the limit is {limit / 1_000_000:g} MB."
+
+
+class _GuardedUploadForm(forms.Form):
+    """A form with a file that datasets.upload_forms.UploadSizeGuard may have cut off: then
+    the file is missing, and the error says how big it was instead of "choose a file"."""
+
+    def __init__(self, *args: Any, too_big: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.too_big = too_big
+
+    def full_clean(self) -> None:
+        super().full_clean()
+        if self.too_big is not None and self.is_bound:
+            self.errors.pop("file", None)
+            self.add_error("file", _too_big_message(self.too_big))
+
+
+NAME_ERRORS = {
+    "required": "Give the dataset a name.",
+    "max_length": "Use at most 120 characters (it has %(show_value)d).",
+}
+
+
+def _check_upload(file: UploadedFile, extensions: tuple[str, ...]) -> UploadedFile:
+    suffix = PurePath(file.name or "").suffix.lower()
+    if suffix not in extensions:
+        raise ValidationError(f"Choose a {' or '.join(extensions)} file (this one is “{suffix or 'no extension'}”).")
+    if file.size and file.size > settings.UPLOAD_MAX_BYTES:
+        raise ValidationError(_too_big_message(file.size))
+    if not file.size:
+        raise ValidationError("The submitted file is empty.")
+    return file
+
+
+class DatasetCreateForm(_GuardedUploadForm):
+    name = forms.CharField(
+        max_length=120,
+        required=False,
+        widget=forms.TextInput(attrs={"autofocus": True, "autocomplete": "off"}),
+        error_messages=NAME_ERRORS,
+        help_text="Unique for this agent. For an imported file it defaults to the eval set's name or the file name.",
+    )
+    file = forms.FileField(
+        required=False,
+        label="Start from a file (optional)",
+        help_text="A CSV, or an ADK/10xgraph EvalSet JSON. Leave empty to add test cases by hand.",
+    )
+
+    def clean_file(self) -> UploadedFile | None:
+        file = self.cleaned_data.get("file")
+        return _check_upload(file, (".csv", ".tsv", ".txt", ".json")) if file else None
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if not cleaned.get("name", "").strip() and not cleaned.get("file") and "file" not in self.errors:
+            self.add_error("name", "Give the dataset a name.")
+        return cleaned
+
+
+class DatasetRenameForm(forms.Form):
+    name = forms.CharField(
+        max_length=120,
+        error_messages=NAME_ERRORS,
+        widget=forms.TextInput(attrs={"autofocus": True, "autocomplete": "off"}),
+    )
+
+
+class DatasetSettingsForm(forms.Form):
+    acceptance_criteria = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="What an answer must contain or do to pass, e.g. “States the 30-day refund window.”",
+    )
+    rejection_criteria = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="What makes an answer fail whatever else it gets right, e.g. “Promises a refund after 30 days.”",
+    )
+    evaluation_criteria = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="How the judge should weigh correctness, completeness and tone.",
+    )
+    judge_model = forms.CharField(required=False, max_length=200)
+    judge_prompt = forms.CharField(
+        required=False,
+        label="Judge prompt override",
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text="Replaces the default judge instructions. Leave empty to use the default.",
+    )
+    pass_threshold = forms.IntegerField(
+        min_value=0, max_value=10, help_text="A case passes when the judge scores it at least this (0-10)."
+    )
+    number_of_requests = forms.IntegerField(
+        min_value=1, max_value=10, label="Repeats per case", help_text="Runs each case this many times (1-10)."
+    )
+    jaccard_enabled = forms.BooleanField(required=False, label="Jaccard similarity to the expected answer")
+    vector_enabled = forms.BooleanField(required=False, label="Vector similarity (needs an embedding model)")
+
+    @classmethod
+    def for_dataset(cls, dataset: Dataset, data: Any = None) -> DatasetSettingsForm:
+        initial = {name: getattr(dataset, name) for name in cls.base_fields}
+        return cls(data, initial=initial)
+
+
+class ImportForm(_GuardedUploadForm):
+    file = forms.FileField(error_messages={"required": "Choose a file to import."})
+
+    EXTENSIONS = {"csv": (".csv", ".tsv", ".txt"), "json": (".json",)}
+
+    def __init__(self, *args: Any, kind: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.kind = kind
+        self.fields["file"].label = "CSV file" if kind == "csv" else "EvalSet JSON file"
+
+    def clean_file(self) -> UploadedFile:
+        return _check_upload(self.cleaned_data["file"], self.EXTENSIONS[self.kind])
+
+
+class _RowsField(forms.Field):
+    """A list edited as repeating inputs (turn_user[], tool_name[], ...); the form's
+    clean_<name> method reads the rows, so this field itself takes no input."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(required=False, **kwargs)
+
+
+class CaseForm(forms.Form):
+    question = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3, "autofocus": True}),
+        error_messages={"required": "Write the question the agent should answer."},
+        help_text="What the user asks. For a multi-turn case, this is the last user turn.",
+    )
+    expected_answer = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text="The answer the judge compares against.",
+    )
+    document_context = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="What the attached documents are, e.g. “Excel budget sheet for Q3”.",
+    )
+    case_id = forms.CharField(
+        required=False,
+        max_length=100,
+        label="Case id",
+        help_text="A stable id, unique in this dataset. Imports with the same id update this case.",
+    )
+    turns = _RowsField(label="Earlier turns")
+    expected_tools = _RowsField(label="Expected tools")
+    trajectory_mode = forms.ChoiceField(
+        choices=TestCase.TrajectoryMode.choices, required=False, label="Trajectory match"
+    )
+    check_tool_args = forms.BooleanField(required=False, label="Check tool arguments")
+    expected_context = _RowsField(label="Expected retrieval context")
+    judge_guideline = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Extra instructions for the judge on this case only.",
+    )
+    tags = forms.CharField(required=False, help_text="Separate tags with commas, e.g. refunds, edge case.")
+    smoke_count = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=10,
+        error_messages={
+            "min_value": "Enter a whole number from 1 to 10, or leave it empty.",
+            "max_value": "Enter a whole number from 1 to 10, or leave it empty.",
+        },
+        label="Smoke-test paraphrases",
+        help_text="Also ask 1-10 rephrasings of the question. Leave empty for none.",
+    )
+    smoke_guidance = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Paraphrase guidance",
+        help_text="How to rephrase, e.g. “casual tone, typos, mention the order number”.",
+    )
+
+    ADVANCED_FIELDS = (
+        "document_context",
+        "case_id",
+        "turns",
+        "expected_tools",
+        "check_tool_args",
+        "expected_context",
+        "judge_guideline",
+        "tags",
+        "smoke_count",
+        "smoke_guidance",
+    )
+
+    def __init__(
+        self, data: Any = None, *, dataset: Dataset | None = None, case: TestCase | None = None, **kwargs: Any
+    ) -> None:
+        initial = self._initial(case) if case is not None else {"trajectory_mode": TestCase.TrajectoryMode.STRICT}
+        super().__init__(data, initial=initial, **kwargs)
+        self.dataset = dataset
+        self.case = case
+        if self.is_bound:
+            self._turns = list(zip_longest(data.getlist("turn_user"), data.getlist("turn_expected"), fillvalue=""))
+            self._tools = list(zip_longest(data.getlist("tool_name"), data.getlist("tool_args"), fillvalue=""))
+            self._chunks = list(data.getlist("context_chunk"))
+        elif case is not None:
+            self._turns = [(turn["user"], turn.get("expected", "")) for turn in case.turns]
+            self._tools = [
+                (tool["name"], json.dumps(tool["args"], ensure_ascii=False) if tool.get("args") else "")
+                for tool in case.expected_tools
+            ]
+            self._chunks = list(case.expected_context)
+        else:
+            self._turns, self._tools, self._chunks = [], [], []
+
+    @staticmethod
+    def _initial(case: TestCase) -> dict[str, Any]:
+        names = ("question", "expected_answer", "document_context", "case_id", "trajectory_mode")
+        initial: dict[str, Any] = {name: getattr(case, name) for name in names}
+        initial.update(
+            check_tool_args=case.check_tool_args,
+            judge_guideline=case.judge_guideline,
+            tags=", ".join(case.tags),
+            smoke_count=case.smoke_count,
+            smoke_guidance=case.smoke_guidance,
+        )
+        return initial
+
+    # Rows for the template: what was entered (or saved), plus one blank row to add to.
+    @property
+    def turn_rows(self) -> list[dict[str, str]]:
+        rows = [{"user": u, "expected": e} for u, e in self._turns if u.strip() or e.strip()]
+        return [*rows, {"user": "", "expected": ""}]
+
+    @property
+    def tool_rows(self) -> list[dict[str, str]]:
+        rows = [{"name": n, "args": a} for n, a in self._tools if n.strip() or a.strip()]
+        return [*rows, {"name": "", "args": ""}]
+
+    @property
+    def chunk_rows(self) -> list[str]:
+        return [*[chunk for chunk in self._chunks if chunk.strip()], ""]
+
+    @property
+    def advanced_open(self) -> bool:
+        """Show the advanced fields when any holds a value or an error."""
+        if any(name in self.errors for name in self.ADVANCED_FIELDS):
+            return True
+        if len(self.turn_rows) > 1 or len(self.tool_rows) > 1 or len(self.chunk_rows) > 1:
+            return True
+        source = self.data if self.is_bound else self.initial
+        return any(source.get(name) for name in self.ADVANCED_FIELDS if name not in ("turns", "expected_tools"))
+
+    def clean_case_id(self) -> str:
+        # The service checks again inside its transaction; checking here too lets the
+        # person see this error together with the others.
+        case_id = self.cleaned_data["case_id"].strip()
+        if case_id and self.dataset is not None:
+            taken = self.dataset.cases.filter(case_id=case_id).exclude(pk=self.case.pk if self.case else None)
+            if taken.exists():
+                raise ValidationError(f"Another test case in this dataset already uses the id “{case_id}”.")
+        return case_id
+
+    @property
+    def error_summary(self) -> list[str]:
+        """Every problem, labelled, for the alert at the top of a long form."""
+        messages = [str(error) for error in self.non_field_errors()]
+        for name, errors in self.errors.items():
+            if name != "__all__":
+                messages += [f"{self.fields[name].label or name}: {error}" for error in errors]
+        return messages
+
+    def clean_turns(self) -> list[dict[str, str]]:
+        turns = []
+        for number, (user, expected) in enumerate(self._turns, start=1):
+            if not user.strip() and not expected.strip():
+                continue
+            if not user.strip():
+                raise ValidationError(f"Turn {number}: write the user message, or clear its expected reply.")
+            turns.append({"user": user, "expected": expected})
+        return turns
+
+    def clean_expected_tools(self) -> list[dict[str, Any]]:
+        tools = []
+        for number, (name, args) in enumerate(self._tools, start=1):
+            if not name.strip() and not args.strip():
+                continue
+            if not name.strip():
+                raise ValidationError(f"Tool {number}: write the tool name, or clear its arguments.")
+            tools.append({"name": name, "args": args})
+        return tools
+
+    def clean_expected_context(self) -> list[str]:
+        return [chunk for chunk in self._chunks if chunk.strip()]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        # Fields that failed their own checks are already reported; normalise the rest.
+        values = {name: value for name, value in cleaned.items() if name not in self.errors}
+        try:
+            cleaned.update(case_fields_clean(values, partial=True))
+        except ValidationError as exc:
+            for name, messages in exc.message_dict.items():
+                for message in messages:
+                    self.add_error(name if name in self.fields else None, message)
+        return cleaned

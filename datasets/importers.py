@@ -1,0 +1,385 @@
+"""Parse CSV and ADK/10xgraph EvalSet JSON files into cleaned test case fields.
+
+Parsing never writes: it returns every case or raises one ValidationError listing the
+problems with their row (CSV) or eval case (JSON) numbers, so an import is all or nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+
+from datasets.exporters import FORMULA_TRIGGERS
+from datasets.services import SCORING_FIELDS, case_fields_clean, scoring_fields_clean
+
+# How many problems to list before summarising the rest.
+MAX_LISTED_ERRORS = 15
+
+# Normalised header -> case field. The first names are the documented ones.
+CSV_COLUMNS = {
+    "query": "question",
+    "question": "question",
+    "expected_results": "expected_answer",
+    "expected_result": "expected_answer",
+    "expected_answer": "expected_answer",
+    "expected_output": "expected_answer",
+    "reference": "expected_answer",
+    "case_id": "case_id",
+    "eval_id": "case_id",
+    "tags": "tags",
+    "judge_guideline": "judge_guideline",
+    "expected_tools": "expected_tools",
+    "document_context": "document_context",
+    "trajectory_mode": "trajectory_mode",
+    "check_tool_args": "check_tool_args",
+    "expected_context": "expected_context",
+    "expected_retrieval_context": "expected_context",
+    "turns": "turns",
+    "smoke_count": "smoke_count",
+    "smoke_guidance": "smoke_guidance",
+    "tests_rule": "tests_rule",
+    "source_file": "source_file",
+    "source_location": "source_location",
+    "source_span": "source_span",
+}
+
+# Keys of the "evalsite" extension object on an exported eval case.
+_EXTENSION_FIELDS = (
+    "document_context",
+    "trajectory_mode",
+    "check_tool_args",
+    "expected_context",
+    "judge_guideline",
+    "smoke_count",
+    "smoke_guidance",
+    "tests_rule",
+    "source_file",
+    "source_location",
+    "source_span",
+)
+# Eval-set fields kept in TestCase.extra and written back on export.
+EXTRA_KEYS = ("session_input", "expected_node_order")
+
+
+@dataclass
+class ParsedFile:
+    cases: list[dict[str, Any]]
+    name: str = ""
+    description: str = ""
+    scoring: dict[str, Any] = field(default_factory=dict)
+    ignored_columns: list[str] = field(default_factory=list)
+
+
+def _fail(problems: list[str]) -> ValidationError:
+    listed = problems[:MAX_LISTED_ERRORS]
+    if len(problems) > MAX_LISTED_ERRORS:
+        listed.append(f"…and {len(problems) - MAX_LISTED_ERRORS} more problems. Nothing was imported.")
+    return ValidationError(listed)
+
+
+def _check_case_count(count: int) -> None:
+    limit = settings.EVALSITE_MAX_CASES_PER_DOCUMENT
+    if count > limit:
+        raise ValidationError(
+            f"The file has {count} test cases; at most {limit} can be imported from one file. "
+            "Split it into smaller files."
+        )
+    if count == 0:
+        raise ValidationError("The file has no test cases.")
+
+
+def _decode(data: bytes) -> str:
+    try:
+        # utf-8-sig drops the byte order mark Excel writes.
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(
+            f"The file is not UTF-8 text (byte {exc.start + 1} is invalid). "
+            "In Excel, choose “Save as: CSV UTF-8”; elsewhere, save or export as UTF-8."
+        ) from None
+    if "\x00" in text:
+        raise ValidationError("The file contains NUL bytes, so it is not a text file. Is it really a CSV or JSON file?")
+    return text
+
+
+def file_kind(name: str, data: bytes) -> str:
+    """ "json" or "csv", from the extension, else from the first character."""
+    suffix = PurePath(name).suffix.lower()
+    if suffix == ".json":
+        return "json"
+    if suffix in (".csv", ".tsv", ".txt"):
+        return "csv"
+    return "json" if data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"[") else "csv"
+
+
+# ---- CSV -----------------------------------------------------------------------
+
+
+def _unneutralise(value: str) -> str:
+    # Our exports prefix cells that would start a spreadsheet formula with "'"; undo it so
+    # export -> import gives back the same text.
+    if len(value) > 1 and value[0] == "'" and (value[1] in FORMULA_TRIGGERS or value[1] == "'"):
+        return value[1:]
+    return value
+
+
+def _header_key(cell: str) -> str:
+    return re.sub(r"[\s\-]+", "_", cell.strip().lstrip("\ufeff").lower())
+
+
+def _delimiter(text: str) -> str:
+    first_line = text.split("\n", 1)[0]
+    counts = {delimiter: first_line.count(delimiter) for delimiter in (",", ";", "\t")}
+    best = max(counts, key=lambda d: counts[d])
+    return best if counts[best] else ","
+
+
+def parse_csv(data: bytes) -> ParsedFile:
+    """Cases from a CSV: UTF-8 with or without BOM, comma, semicolon or tab separated.
+
+    Header names are matched without regard to case or spaces (`Expected Results` works).
+    Only the columns present are returned for each case, so re-importing a file with fewer
+    columns updates just those fields of cases matched by case_id.
+    """
+    text = _decode(data)
+    rows = csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text))
+    try:
+        header = next(rows, None)
+    except csv.Error as exc:
+        raise ValidationError(f"Row 1: the file is not valid CSV ({exc}).") from None
+    if not header or not any(cell.strip() for cell in header):
+        raise ValidationError(
+            "The file is empty: the first row should name the columns (question, expected_answer, …)."
+        )
+
+    columns: list[str | None] = []
+    problems: list[str] = []
+    seen: dict[str, str] = {}
+    ignored: list[str] = []
+    for cell in header:
+        target = CSV_COLUMNS.get(_header_key(cell))
+        if target and target in seen:
+            problems.append(f"Row 1: the columns “{seen[target]}” and “{cell.strip()}” both hold {target}; keep one.")
+        if target:
+            seen[target] = cell.strip()
+        elif cell.strip():
+            ignored.append(cell.strip())
+        columns.append(target)
+    if "question" not in seen:
+        found = ", ".join(cell.strip() for cell in header if cell.strip())
+        raise ValidationError(f"The file needs a “question” (or “query”) column. The columns found are: {found}.")
+    if problems:
+        raise _fail(problems)
+
+    cases: list[dict[str, Any]] = []
+    case_id_rows: dict[str, int] = {}
+    row_number = 1
+    try:
+        for row_number, row in enumerate(rows, start=2):
+            if not any(cell.strip() for cell in row):
+                continue
+            if len(row) > len(columns) and any(cell.strip() for cell in row[len(columns) :]):
+                problems.append(f"Row {row_number}: it has {len(row)} cells but the header has {len(columns)} columns.")
+                continue
+            values = {
+                target: _unneutralise(row[index]) if index < len(row) else ""
+                for index, target in enumerate(columns)
+                if target
+            }
+            try:
+                fields = case_fields_clean(values, partial=True)
+            except ValidationError as exc:
+                problems.extend(
+                    f"Row {row_number}: {_label(name)}: {' '.join(messages)}"
+                    for name, messages in exc.message_dict.items()
+                )
+                continue
+            case_id = fields.get("case_id", "")
+            if case_id in case_id_rows:
+                problems.append(
+                    f"Row {row_number}: case_id “{case_id}” is already used on row {case_id_rows[case_id]}."
+                )
+                continue
+            if case_id:
+                case_id_rows[case_id] = row_number
+            cases.append(fields)
+    except csv.Error as exc:
+        problems.append(f"Row {row_number + 1}: the file is not valid CSV ({exc}).")
+    if problems:
+        raise _fail(problems)
+    _check_case_count(len(cases))
+    return ParsedFile(cases=cases, ignored_columns=ignored)
+
+
+def _label(field_name: str) -> str:
+    return "question" if field_name == "question" else field_name
+
+
+# ---- EvalSet JSON ----------------------------------------------------------------
+
+
+def _get(mapping: Any, snake: str, default: Any = None) -> Any:
+    """ADK writes snake_case files but its models also accept camelCase aliases."""
+    if not isinstance(mapping, dict):
+        return default
+    if snake in mapping:
+        return mapping[snake]
+    parts = snake.split("_")
+    camel = parts[0] + "".join(part.title() for part in parts[1:])
+    return mapping.get(camel, default)
+
+
+def _content_text(content: Any) -> str:
+    """Text of a genai Content ({"role", "parts": [{"text"}]}), or a plain string."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        parts = content.get("parts")
+        if isinstance(parts, list):
+            return "\n".join(
+                part["text"] for part in parts if isinstance(part, dict) and isinstance(part.get("text"), str)
+            )
+        if isinstance(content.get("text"), str):
+            return content["text"]
+    raise ValueError("expected text or a content object with parts[].text")
+
+
+def _tool_uses(invocation: dict) -> list:
+    intermediate = _get(invocation, "intermediate_data") or {}
+    uses = _get(intermediate, "tool_uses")
+    if uses is None:
+        uses = _get(invocation, "expected_tool_trajectory")
+    if uses is None:
+        return []
+    if not isinstance(uses, list):
+        raise ValueError("tool_uses must be a list")
+    return uses
+
+
+def _case_from_eval_case(item: Any) -> dict[str, Any]:
+    if not isinstance(item, dict):
+        raise ValueError("expected an object")
+    conversation = _get(item, "conversation") or []
+    if not isinstance(conversation, list):
+        raise ValueError("conversation must be a list of invocations")
+    exchanges: list[tuple[str, str]] = []
+    tools: list = []
+    for invocation in conversation:
+        if not isinstance(invocation, dict):
+            raise ValueError("each conversation entry must be an object")
+        reply = _get(invocation, "final_response")
+        if reply is None:
+            reply = _get(invocation, "expected_final_response")
+        exchanges.append((_content_text(_get(invocation, "user_content")), _content_text(reply)))
+        tools.extend(_tool_uses(invocation))
+    if not exchanges:
+        # Flat cases: {"query"|"question"|"input", "expected_final_response"|"reference"}.
+        question = next((item[key] for key in ("query", "question", "input") if key in item), "")
+        exchanges.append((_content_text(question), ""))
+    question, expected = exchanges[-1]
+    case_expected = _get(item, "expected_final_response", _get(item, "reference"))
+    if not expected and case_expected is not None:
+        expected = _content_text(case_expected)
+    for key in ("expected_tool_trajectory", "expected_tool_use"):
+        if not tools and _get(item, key):
+            tools = _get(item, key)
+
+    extension = item.get("evalsite") if isinstance(item.get("evalsite"), dict) else {}
+    fields: dict[str, Any] = {
+        # Our own exports say when a case had no stable id (eval_id was made up on export).
+        "case_id": extension["case_id"] if "case_id" in extension else str(_get(item, "eval_id") or ""),
+        "question": question,
+        "expected_answer": expected,
+        "turns": [{"user": user, "expected": reply} for user, reply in exchanges[:-1]],
+        "expected_tools": tools,
+        "tags": item.get("tags") or [],
+    }
+    fields.update({key: extension[key] for key in _EXTENSION_FIELDS if key in extension})
+    extra = {key: _get(item, key) for key in EXTRA_KEYS if _get(item, key) is not None}
+    if extra:
+        fields["extra"] = extra
+    return fields
+
+
+def _eval_cases(document: Any) -> tuple[list, dict]:
+    if isinstance(document, list):
+        # A bare list of eval cases, or ADK's older *.test.json list of {"query", ...}.
+        return document, {}
+    if isinstance(document, dict):
+        cases = _get(document, "eval_cases")
+        if isinstance(cases, list):
+            return cases, document
+    raise ValidationError(
+        "This JSON is not an eval set: expected an object with an “eval_cases” list "
+        "(ADK/10xgraph EvalSet) or a list of eval cases."
+    )
+
+
+def parse_eval_set(data: bytes) -> ParsedFile:
+    """Cases from an ADK or 10xgraph EvalSet (or a bare list of eval cases).
+
+    A conversation's last invocation becomes the question and expected answer; earlier
+    invocations become `turns`; tool uses of every invocation, in order, become the
+    expected tool trajectory.
+    """
+    text = _decode(data)
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValidationError(
+            f"The file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})."
+        ) from None
+    except RecursionError:
+        raise ValidationError("The JSON is nested too deeply to read.") from None
+    raw_cases, envelope = _eval_cases(document)
+    _check_case_count(len(raw_cases))
+
+    cases: list[dict[str, Any]] = []
+    problems: list[str] = []
+    case_ids: dict[str, int] = {}
+    for number, item in enumerate(raw_cases, start=1):
+        label = f"Eval case {number}"
+        if isinstance(item, dict) and _get(item, "eval_id"):
+            label += f" ({_get(item, 'eval_id')})"
+        try:
+            fields = case_fields_clean(_case_from_eval_case(item))
+        except ValueError as exc:
+            problems.append(f"{label}: {exc}.")
+            continue
+        except ValidationError as exc:
+            problems.extend(f"{label}: {name}: {' '.join(messages)}" for name, messages in exc.message_dict.items())
+            continue
+        case_id = fields.get("case_id", "")
+        if case_id in case_ids:
+            problems.append(f"{label}: eval_id “{case_id}” is already used by eval case {case_ids[case_id]}.")
+            continue
+        if case_id:
+            case_ids[case_id] = number
+        cases.append(fields)
+    if problems:
+        raise _fail(problems)
+
+    extension = envelope.get("evalsite") if isinstance(envelope.get("evalsite"), dict) else {}
+    scoring = extension.get("scoring") if isinstance(extension.get("scoring"), dict) else {}
+    try:
+        scoring = scoring_fields_clean({key: value for key, value in scoring.items() if key in SCORING_FIELDS})
+    except ValidationError as exc:
+        raise _fail([f"evalsite.scoring.{name}: {' '.join(msgs)}" for name, msgs in exc.message_dict.items()]) from None
+    name = _get(envelope, "name") or _get(envelope, "eval_set_id") or ""
+    description = _get(envelope, "description") or ""
+    return ParsedFile(
+        cases=cases,
+        name=str(name)[:120],
+        description=description if isinstance(description, str) else "",
+        scoring=scoring,
+    )

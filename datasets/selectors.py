@@ -1,0 +1,64 @@
+"""Reads shared by the dataset pages, the JSON API and other apps."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Q, QuerySet
+from django.urls import NoReverseMatch, reverse
+
+from agents.models import Agent
+from datasets.models import Dataset, TestCase
+
+# At most this many words of a search are used; each must match somewhere.
+MAX_SEARCH_TERMS = 8
+
+
+def dataset_list(*, agent: Agent) -> QuerySet[Dataset]:
+    """The agent's datasets, newest first, each with `case_count`."""
+    return (
+        Dataset.objects.filter(agent=agent)
+        .select_related("created_by")
+        .annotate(case_count=Count("cases"))
+        .order_by("-created_at", "-id")
+    )
+
+
+def dataset_get(*, agent: Agent, dataset_id: int) -> Dataset | None:
+    dataset = dataset_list(agent=agent).filter(pk=dataset_id).first()
+    if dataset is not None:
+        dataset.agent = agent  # already loaded and checked; saves a query per use
+    return dataset
+
+
+def case_search(*, dataset: Dataset, query: str = "") -> QuerySet[TestCase]:
+    """The dataset's cases in order, narrowed to those matching every word of `query` in
+    the question, expected answer, document context or case id. Documents are prefetched
+    so a page of rows costs a fixed number of queries however many cases there are."""
+    cases = TestCase.objects.filter(dataset=dataset).prefetch_related("documents").order_by("position", "id")
+    for term in query.split()[:MAX_SEARCH_TERMS]:
+        cases = cases.filter(
+            Q(question__icontains=term)
+            | Q(expected_answer__icontains=term)
+            | Q(document_context__icontains=term)
+            | Q(case_id__icontains=term)
+        )
+    return cases
+
+
+def url_or_empty(name: str, *args: object, **kwargs: object) -> str:
+    """The URL, or "" when the route does not exist (yet): pages offer actions that later
+    releases add only once they are there."""
+    try:
+        return reverse(name, args=args or None, kwargs=kwargs or None)
+    except NoReverseMatch:
+        return ""
+
+
+def dataset_run_blocker(*, dataset: Dataset, case_count: int) -> str:
+    """Why the dataset cannot be run now, or "" when it can."""
+    if dataset.status == Dataset.Status.EXTRACTING:
+        return "Test cases are still being extracted. You can run the dataset once it is Ready."
+    if dataset.status == Dataset.Status.FAILED:
+        return "This dataset failed to build, so it cannot be run. Upload the fixed file again or make a new dataset."
+    if case_count == 0:
+        return "Add at least one test case to run an evaluation."
+    return ""

@@ -1,0 +1,147 @@
+"""JSON API: a dataset's test cases (/api/agents/{agent_id}/eval/datasets/{id}/items)."""
+
+import pytest
+from django.test import Client
+
+from accounts.services import api_token_create
+from datasets.models import TestCase
+from tests.factories import DatasetFactory, TestCaseFactory
+
+
+def _api(user) -> Client:
+    _token, raw = api_token_create(user=user, name="ci")
+    return Client(HTTP_AUTHORIZATION=f"Bearer {raw}")
+
+
+@pytest.fixture
+def dataset(agent):
+    return DatasetFactory(agent=agent)
+
+
+def _url(dataset, item_id: int | None = None) -> str:
+    base = f"/api/agents/{dataset.agent_id}/eval/datasets/{dataset.pk}/items"
+    return base if item_id is None else f"{base}/{item_id}"
+
+
+ITEM = {
+    "question": "Cancel order A-7",
+    "expected_answer": "Order A-7 is cancelled.",
+    "case_id": "cancel-7",
+    "turns": [{"user": "Hi, I need help with an order."}],
+    "expected_tools": [{"name": "cancel_order", "args": {"order_id": "A-7"}}],
+    "trajectory_mode": "superset",
+    "check_tool_args": True,
+    "expected_context": ["Orders can be cancelled before shipping."],
+    "tags": ["orders"],
+    "smoke_count": 2,
+}
+
+
+@pytest.mark.django_db
+def test_create_a_dataset_and_items_with_a_token(alice, agent):
+    api = _api(alice)
+    created = api.post(f"/api/agents/{agent.pk}/eval/datasets", {"name": "API set"}, content_type="application/json")
+    dataset_id = created.json()["id"]
+    items_url = f"/api/agents/{agent.pk}/eval/datasets/{dataset_id}/items"
+
+    first = api.post(items_url, ITEM, content_type="application/json")
+    second = api.post(items_url, {"question": "Just a question"}, content_type="application/json")
+
+    assert first.status_code == 201 and second.status_code == 201
+    body = first.json()
+    assert body["case_id"] == "cancel-7"
+    assert body["turns"] == [{"user": "Hi, I need help with an order.", "expected": ""}]
+    assert body["expected_tools"] == [{"name": "cancel_order", "args": {"order_id": "A-7"}}]
+    assert body["trajectory_mode"] == "superset" and body["check_tool_args"] is True
+    assert body["documents"] == [] and body["smoke_count"] == 2
+    assert second.json()["position"] == body["position"] + 1
+    assert api.get(f"/api/agents/{agent.pk}/eval/datasets/{dataset_id}").json()["case_count"] == 2
+
+
+@pytest.mark.django_db
+def test_item_validation_errors_name_their_field(alice, dataset):
+    TestCaseFactory(dataset=dataset, case_id="cancel-7")
+    api = _api(alice)
+
+    duplicate = api.post(_url(dataset), ITEM, content_type="application/json")
+    empty = api.post(_url(dataset), {"question": "  "}, content_type="application/json")
+    bad_mode = api.post(_url(dataset), {"question": "q", "trajectory_mode": "fuzzy"}, content_type="application/json")
+    bad_smoke = api.post(_url(dataset), {"question": "q", "smoke_count": 11}, content_type="application/json")
+
+    assert duplicate.status_code == 422
+    assert duplicate.json()["detail"][0]["loc"] == ["body", "payload", "case_id"]
+    assert empty.json()["detail"] == [
+        {
+            "type": "value_error",
+            "loc": ["body", "payload", "question"],
+            "msg": "Write the question the agent should answer.",
+        }
+    ]
+    assert bad_mode.status_code == 422 and bad_mode.json()["detail"][0]["loc"][-1] == "trajectory_mode"
+    assert bad_smoke.status_code == 422 and bad_smoke.json()["detail"][0]["loc"][-1] == "smoke_count"
+    assert TestCase.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_list_is_paginated_in_dataset_order_and_searchable(alice, dataset):
+    for index in range(5):
+        TestCaseFactory(dataset=dataset, position=10 - index, question=f"Question {index}", expected_answer="")
+
+    page = _api(alice).get(_url(dataset), {"limit": 2}).json()
+    found = _api(alice).get(_url(dataset), {"q": "question 3"}).json()
+
+    assert page["count"] == 5
+    assert [item["question"] for item in page["items"]] == ["Question 4", "Question 3"]
+    assert [item["question"] for item in found["items"]] == ["Question 3"]
+
+
+@pytest.mark.django_db
+def test_get_patch_and_delete_an_item(alice, dataset):
+    case = TestCaseFactory(dataset=dataset, question="Before", expected_answer="Keep me", smoke_count=3)
+    api = _api(alice)
+
+    assert api.get(_url(dataset, case.pk)).json()["question"] == "Before"
+    patched = api.patch(
+        _url(dataset, case.pk),
+        {"question": "After", "tags": ["x"], "smoke_count": None},
+        content_type="application/json",
+    )
+    assert patched.status_code == 200
+    assert patched.json()["question"] == "After" and patched.json()["tags"] == ["x"]
+    case.refresh_from_db()
+    assert case.expected_answer == "Keep me" and case.smoke_count is None
+
+    assert api.delete(_url(dataset, case.pk)).status_code == 204
+    assert not TestCase.objects.exists()
+
+
+@pytest.mark.django_db
+def test_another_teams_token_gets_404_for_items(charlie, dataset):
+    case = TestCaseFactory(dataset=dataset, question="Private")
+    api = _api(charlie)
+
+    assert api.get(_url(dataset)).status_code == 404
+    assert api.post(_url(dataset), {"question": "Injected"}, content_type="application/json").status_code == 404
+    assert api.get(_url(dataset, case.pk)).status_code == 404
+    assert api.patch(_url(dataset, case.pk), {"question": "Pwned"}, content_type="application/json").status_code == 404
+    assert api.delete(_url(dataset, case.pk)).status_code == 404
+    case.refresh_from_db()
+    assert case.question == "Private" and TestCase.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_an_item_of_another_dataset_is_404(alice, dataset, agent):
+    other = TestCaseFactory(dataset=DatasetFactory(agent=agent))
+
+    assert _api(alice).get(_url(dataset, other.pk)).status_code == 404
+
+
+@pytest.mark.django_db
+def test_item_list_queries_are_bounded(alice, dataset, django_assert_max_num_queries):
+    TestCase.objects.bulk_create(TestCase(dataset=dataset, position=i, question=f"Q{i}") for i in range(100))
+    api = _api(alice)
+
+    with django_assert_max_num_queries(8):
+        body = api.get(_url(dataset), {"limit": 100}).json()
+
+    assert len(body["items"]) == 100
