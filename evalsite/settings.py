@@ -1,6 +1,7 @@
 """Evalsite settings: every value comes from the environment (see .env.example)."""
 
 import os
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -139,7 +140,8 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # Hashed, compressed names once `collectstatic` has run (make run, the Docker image);
 # before that (a fresh checkout, the tests) plain names served from static/.
-_COLLECTED = (STATIC_ROOT / "staticfiles.json").exists()
+# collectstatic itself must use the manifest storage, or it never writes staticfiles.json.
+_COLLECTED = (STATIC_ROOT / "staticfiles.json").exists() or sys.argv[1:2] == ["collectstatic"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
@@ -194,6 +196,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBIL
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "evalsite")
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-work": {"task": "runs.tasks.run_reap", "schedule": env_int("EVALSITE_REAPER_INTERVAL", 30)},
+    "reap-stale-datasets": {"task": "datasets.tasks.dataset_reap", "schedule": env_int("EVALSITE_REAPER_INTERVAL", 30)},
 }
 
 # The LLM gateway (evalsite/llm.py). Empty model = no model configured.
@@ -208,7 +211,9 @@ EVALSITE_LLM_BACKOFF = env_float("EVALSITE_LLM_BACKOFF", 1.0)
 
 # Runs.
 EVALSITE_RUN_CONCURRENCY = env_int("EVALSITE_RUN_CONCURRENCY", 3)
-EVALSITE_STALE_CLAIM_SECONDS = env_int("EVALSITE_STALE_CLAIM_SECONDS", 1200)
+# A running case refreshes its claim every quarter of this; a claim older than this
+# belongs to a killed worker and the reaper re-queues the case.
+EVALSITE_STALE_CLAIM_SECONDS = env_int("EVALSITE_STALE_CLAIM_SECONDS", 120)
 # A queued case whose task message never started (Redis flushed or restarted) is sent again after this.
 EVALSITE_STALE_QUEUE_SECONDS = env_int("EVALSITE_STALE_QUEUE_SECONDS", 120)
 # Lifetime of the signed document links an HTTP agent receives with each case.

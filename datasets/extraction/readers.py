@@ -1,0 +1,369 @@
+"""One reader per file type: tables with row numbers, prose with page numbers, and plain text.
+
+Runs inside the sandboxed child (child.py), never in the web or worker process.
+Memory stays bounded by the file: XLSX sheets are streamed row by row and only
+cells that hold a value are kept (a stray cell at XFD1048576 costs one entry,
+not a million padded rows).
+"""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import io
+import re
+from dataclasses import dataclass, field
+
+from datasets.extraction.errors import ExtractionFailed
+from datasets.extraction.tables import MAX_FIELD_CHARS, Table, cell_text
+
+MAX_ROWS_PER_FILE = 50_000
+MAX_PAGES = 3_000
+MAX_TEXT_CHARS = 5_000_000
+MAX_MERGED_RANGES = 20_000
+
+
+@dataclass
+class Parsed:
+    tables: list[Table] = field(default_factory=list)
+    # Prose in reading order: (page number or None, text). Tables are not repeated here.
+    pages: list[tuple[int | None, str]] = field(default_factory=list)
+    text: str = ""  # the whole document as plain text, for Document.text (pages split by \f)
+
+
+def read(path: str, file_type: str) -> Parsed:
+    readers = {
+        "xlsx": read_xlsx,
+        "xls": read_xls,
+        "csv": read_csv,
+        "md": read_markdown,
+        "docx": read_docx,
+        "pdf": read_pdf,
+    }
+    return readers[file_type](path)
+
+
+# ---- spreadsheets ---------------------------------------------------------------
+
+
+def read_xlsx(path: str) -> Parsed:
+    import openpyxl
+    from openpyxl.worksheet._read_only import ReadOnlyWorksheet
+    from openpyxl.worksheet._reader import WorkSheetParser
+
+    # openpyxl only guards against billion-laughs and XXE through defusedxml.
+    if not openpyxl.DEFUSEDXML:
+        raise ExtractionFailed("The server cannot read workbooks safely right now (defusedxml is missing).")
+    workbook = openpyxl.load_workbook(path, read_only=True, data_only=True, keep_links=False)
+    parsed = Parsed()
+    budget = MAX_ROWS_PER_FILE
+    try:
+        for sheet in workbook.worksheets:
+            if not isinstance(sheet, ReadOnlyWorksheet):
+                continue  # chart sheets hold no cells
+            table = Table(label=sheet.title)
+            # WorkSheetParser yields only the cells present in the XML, unlike iter_rows(),
+            # which pads every row to the (untrusted) sheet dimension.
+            with sheet._get_source() as source:
+                parser = WorkSheetParser(
+                    source,
+                    sheet._shared_strings,
+                    data_only=True,
+                    epoch=workbook.epoch,
+                    date_formats=workbook._date_formats,
+                    timedelta_formats=workbook._timedelta_formats,
+                )
+                for row_number, cells in parser.parse():
+                    values = {cell["column"]: cell_text(cell["value"]) for cell in cells}
+                    values = {column: text for column, text in values.items() if text.strip()}
+                    if values:
+                        table.rows.append((row_number, values))
+                        budget -= 1
+                    if budget <= 0:
+                        break
+                merged = parser.merged_cells.mergeCell if parser.merged_cells else []
+            _fill_merged(table, [(m.min_row, m.min_col, m.max_row, m.max_col) for m in merged[:MAX_MERGED_RANGES]])
+            parsed.tables.append(table)
+            if budget <= 0:
+                break
+    finally:
+        workbook.close()
+    parsed.text = _tables_text(parsed.tables)
+    return parsed
+
+
+def _fill_merged(table: Table, ranges: list[tuple[int, int, int, int]]) -> None:
+    """Give every cell of a merged range the top-left value, as the user sees it on screen.
+
+    Only rows that hold data of their own are filled, and only columns in use,
+    so a hostile A1:XFD1048576 range costs nothing.
+    """
+    if not ranges or not table.rows:
+        return
+    numbers = [number for number, _ in table.rows]
+    by_number = dict(table.rows)
+    used_columns = sorted({column for _, cells in table.rows for column in cells})
+    for min_row, min_col, max_row, max_col in ranges:
+        value = by_number.get(min_row, {}).get(min_col)
+        if not value:
+            continue
+        start, end = bisect.bisect_left(numbers, min_row), bisect.bisect_right(numbers, max_row)
+        columns = used_columns[bisect.bisect_left(used_columns, min_col) : bisect.bisect_right(used_columns, max_col)]
+        for number in numbers[start:end]:
+            cells = by_number[number]
+            for column in columns:
+                cells.setdefault(column, value)
+
+
+def read_xls(path: str) -> Parsed:
+    import xlrd
+
+    try:
+        book = xlrd.open_workbook(path, formatting_info=True, on_demand=True)
+    except xlrd.biffh.XLRDError as exc:
+        if "encrypt" in str(exc).lower():
+            raise ExtractionFailed(
+                "The workbook is password-protected. Remove the password and upload it again."
+            ) from exc
+        raise ExtractionFailed("The .xls workbook is damaged or not a real Excel 97-2003 file.") from exc
+    parsed = Parsed()
+    budget = MAX_ROWS_PER_FILE
+    try:
+        for index in range(book.nsheets):
+            sheet = book.get_sheet(index)
+            table = Table(label=sheet.name)
+            for row_index in range(sheet.nrows):
+                values = {}
+                for col_index, cell in enumerate(sheet.row(row_index)):
+                    text = _xls_cell_text(cell, book.datemode)
+                    if text.strip():
+                        values[col_index + 1] = text
+                if values:
+                    table.rows.append((row_index + 1, values))
+                    budget -= 1
+                if budget <= 0:
+                    break
+            # xlrd ranges are half-open and zero-based: (rlo, rhi, clo, chi).
+            merged = [(rlo + 1, clo + 1, rhi, chi) for rlo, rhi, clo, chi in sheet.merged_cells[:MAX_MERGED_RANGES]]
+            _fill_merged(table, merged)
+            parsed.tables.append(table)
+            book.unload_sheet(index)
+            if budget <= 0:
+                break
+    finally:
+        book.release_resources()
+    parsed.text = _tables_text(parsed.tables)
+    return parsed
+
+
+def _xls_cell_text(cell: object, datemode: int) -> str:
+    import xlrd
+
+    kind, value = cell.ctype, cell.value  # type: ignore[attr-defined]
+    if kind == xlrd.XL_CELL_DATE:
+        try:
+            return cell_text(xlrd.xldate.xldate_as_datetime(value, datemode))
+        except (ValueError, OverflowError, xlrd.xldate.XLDateError):
+            return cell_text(value)
+    if kind == xlrd.XL_CELL_BOOLEAN:
+        return cell_text(bool(value))
+    if kind in (xlrd.XL_CELL_ERROR, xlrd.XL_CELL_EMPTY, xlrd.XL_CELL_BLANK):
+        return ""
+    return cell_text(value)
+
+
+def read_csv(path: str) -> Parsed:
+    text = _read_text(path)
+    table = Table(label="")
+    csv.field_size_limit(MAX_FIELD_CHARS * 4)
+    reader = csv.reader(io.StringIO(text), delimiter=_delimiter(text[:65_536]))
+    try:
+        for record in reader:
+            values = {index + 1: value for index, value in enumerate(record) if value.strip()}
+            if values:
+                table.rows.append((reader.line_num, values))
+            if len(table.rows) >= MAX_ROWS_PER_FILE:
+                break
+    except csv.Error as exc:
+        raise ExtractionFailed(
+            f"The CSV file is malformed near line {reader.line_num}: fix it and upload again."
+        ) from exc
+    return Parsed(tables=[table], text=text[:MAX_TEXT_CHARS])
+
+
+def _delimiter(sample: str) -> str:
+    """The delimiter that splits the first lines into the same number (>1) of fields most often.
+
+    csv.Sniffer guesses wrong on short files with quoted fields; this plain vote does not.
+    """
+    lines = sample.splitlines()[:20]
+    best, best_score = ",", (0.0, 0)
+    for delimiter in (",", ";", "\t", "|"):
+        try:
+            counts = [len(row) for row in csv.reader(lines, delimiter=delimiter) if any(cell.strip() for cell in row)]
+        except csv.Error:
+            continue
+        if not counts:
+            continue
+        width = max(set(counts), key=counts.count)
+        score = (counts.count(width) / len(counts) if width > 1 else 0.0, width)
+        if score > best_score:
+            best, best_score = delimiter, score
+    return best
+
+
+def _tables_text(tables: list[Table]) -> str:
+    lines: list[str] = []
+    size = 0
+    for table in tables:
+        if table.label:
+            lines.append(f"## {table.label}")
+        for _, cells in table.rows:
+            line = " | ".join(cells[column] for column in sorted(cells))
+            lines.append(line)
+            size += len(line)
+            if size > MAX_TEXT_CHARS:
+                return "\n".join(lines)
+        lines.append("")
+    return "\n".join(lines).strip()
+
+
+# ---- text formats ----------------------------------------------------------------
+
+_TABLE_DELIMITER = re.compile(r"^\s*\|?\s*:?-{1,}:?\s*(\|\s*:?-{1,}:?\s*)*\|?\s*$")
+
+
+def _read_text(path: str) -> str:
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        # Excel on Windows saves CSV in the ANSI code page.
+        return raw.decode("cp1252", errors="replace")
+
+
+def read_markdown(path: str) -> Parsed:
+    text = _read_text(path)
+    lines = text.splitlines()
+    tables: list[Table] = []
+    prose: list[str] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if (
+            "|" in line
+            and index + 1 < len(lines)
+            and _TABLE_DELIMITER.match(lines[index + 1])
+            and "-" in lines[index + 1]
+        ):
+            table = Table(label="", unit="line")
+            table.rows.append((index + 1, _markdown_cells(line)))
+            index += 2
+            while index < len(lines) and "|" in lines[index] and lines[index].strip():
+                table.rows.append((index + 1, _markdown_cells(lines[index])))
+                index += 1
+            tables.append(table)
+            continue
+        prose.append(line)
+        index += 1
+    for table in tables:
+        table.rows = [(number, cells) for number, cells in table.rows if cells]
+    return Parsed(tables=tables, pages=[(None, "\n".join(prose).strip())], text=text[:MAX_TEXT_CHARS])
+
+
+def _markdown_cells(line: str) -> dict[int, str]:
+    line = line.strip()
+    line = line.removeprefix("|")
+    if line.endswith("|") and not line.endswith("\\|"):
+        line = line[:-1]
+    cells = re.split(r"(?<!\\)\|", line)
+    values = {}
+    for index, cell in enumerate(cells):
+        cell = re.sub(r"<br\s*/?>", "\n", cell.replace("\\|", "|"), flags=re.IGNORECASE).strip()
+        if cell:
+            values[index + 1] = cell
+    return values
+
+
+def read_docx(path: str) -> Parsed:
+    import docx
+    from docx.table import Table as DocxTable
+
+    # python-docx parses with resolve_entities=False, so XXE and entity bombs stay unexpanded.
+    document = docx.Document(path)
+    parsed = Parsed()
+    prose: list[str] = []
+    text: list[str] = []
+    rows_left = MAX_ROWS_PER_FILE
+    for block in document.iter_inner_content():
+        if isinstance(block, DocxTable):
+            table = Table(label=f"Table {len(parsed.tables) + 1}")
+            for row_number, row in enumerate(block.rows, start=1):
+                cells = {index + 1: cell.text.strip() for index, cell in enumerate(row.cells)}
+                cells = {column: value for column, value in cells.items() if value}
+                if cells:
+                    table.rows.append((row_number, cells))
+                    text.append(" | ".join(cells[c] for c in sorted(cells)))
+                rows_left -= 1
+                if rows_left <= 0:
+                    break
+            parsed.tables.append(table)
+        else:
+            paragraph = block.text.strip()
+            if paragraph:
+                prose.append(paragraph)
+                text.append(paragraph)
+        if rows_left <= 0 or sum(map(len, prose)) > MAX_TEXT_CHARS:
+            break
+    parsed.pages = [(None, "\n\n".join(prose))]
+    parsed.text = "\n".join(text)[:MAX_TEXT_CHARS]
+    return parsed
+
+
+def read_pdf(path: str) -> Parsed:
+    from pypdf import PdfReader
+    from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError
+
+    try:
+        reader = PdfReader(path)
+        if reader.is_encrypted:
+            # Owner-password-only PDFs open with an empty user password; those are readable.
+            try:
+                opened = reader.decrypt("")
+            except (DependencyError, NotImplementedError) as exc:
+                raise ExtractionFailed(_ENCRYPTED_PDF) from exc
+            if not opened:
+                raise ExtractionFailed(_ENCRYPTED_PDF)
+        pages: list[tuple[int | None, str]] = []
+        size = 0
+        for number, page in enumerate(reader.pages, start=1):
+            if number > MAX_PAGES:
+                break
+            content = _clean_pdf_text(page.extract_text() or "")
+            pages.append((number, content))
+            size += len(content)
+            if size > MAX_TEXT_CHARS:
+                break
+    except FileNotDecryptedError as exc:
+        raise ExtractionFailed(_ENCRYPTED_PDF) from exc
+    except PdfReadError as exc:
+        raise ExtractionFailed(
+            "The PDF is damaged and cannot be read. Export it again and upload the new copy."
+        ) from exc
+    if not pages:
+        raise ExtractionFailed("The PDF has no pages.")
+    if not any(content.strip() for _, content in pages):
+        raise ExtractionFailed(
+            "The PDF has no text layer: it looks like scanned pages or images. Export it from the original "
+            "document, or run it through OCR, and upload it again."
+        )
+    return Parsed(pages=pages, text="\f".join(content for _, content in pages))
+
+
+_ENCRYPTED_PDF = "The PDF is encrypted (password-protected). Remove the password, save it, and upload it again."
+
+
+def _clean_pdf_text(text: str) -> str:
+    text = text.replace("\x00", "")
+    return re.sub(r"[ \t]+\n", "\n", text).strip()

@@ -1,0 +1,51 @@
+"""Thin Celery entry points for datasets: load by primary key, call one service."""
+
+from typing import Any
+
+from celery import Task, shared_task
+from django.db import OperationalError
+
+
+class _GenerateTask(Task):
+    def on_failure(self, exc: BaseException, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
+        # An error nobody planned for still settles the dataset, so its page stops saying Extracting.
+        from datasets.generation.services import UNEXPECTED_REASON, dataset_generate_fail
+
+        dataset_id = kwargs.get("dataset_id", args[0] if args else None)
+        if dataset_id is not None:
+            dataset_generate_fail(dataset_id=dataset_id, reason=UNEXPECTED_REASON)
+
+
+@shared_task(base=_GenerateTask, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=2)
+def dataset_generate(dataset_id: int) -> None:
+    """Write a generated dataset's cases with the model (datasets.generation.services)."""
+    from datasets.generation.services import dataset_generate as generate
+
+    generate(dataset_id=dataset_id)
+
+
+class _ExtractTask(Task):
+    def on_failure(self, exc: BaseException, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
+        # An error nobody planned for (a bug, a database gone for good) still settles the
+        # dataset with a readable reason, so its page never says Extracting forever.
+        from datasets.extraction.services import UNEXPECTED_REASON, dataset_extract_fail
+
+        dataset_id = kwargs.get("dataset_id", args[0] if args else None)
+        if dataset_id is not None:
+            dataset_extract_fail(dataset_id=dataset_id, reason=UNEXPECTED_REASON)
+
+
+@shared_task(base=_ExtractTask, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=2)
+def dataset_extract(dataset_id: int) -> None:
+    """Read an uploaded document's test cases (datasets.extraction.services)."""
+    from datasets.extraction.services import dataset_extract as extract
+
+    extract(dataset_id=dataset_id)
+
+
+@shared_task
+def dataset_reap() -> None:
+    """Periodic (beat): re-send extraction and generation jobs whose message was lost."""
+    from datasets.extraction.services import dataset_extract_requeue_stale
+
+    dataset_extract_requeue_stale()

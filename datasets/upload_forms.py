@@ -1,0 +1,94 @@
+"""Forms for uploads: they validate (size, type by content, archive sanity) and nothing more."""
+
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+from django.core.files.uploadhandler import FileUploadHandler, StopUpload
+
+from datasets.documents import upload_validate
+from datasets.extraction.validation import ACCEPT_ATTRIBUTE, ValidatedFile, too_big_message
+from datasets.services import dataset_name_clean
+
+# Room for the other form fields and the multipart boundaries around the file.
+MULTIPART_OVERHEAD_BYTES = 64 * 1024
+
+
+class UploadSizeGuard(FileUploadHandler):
+    """Stops reading an upload as soon as it is over the limit, before the temp-file handler stores it.
+
+    Django's own settings do not cap file size (RELIABILITY.md 1), and the usual form
+    check runs only after the whole file has been written to a temporary file.
+    Put it first in request.upload_handlers, before anything reads request.POST.
+    """
+
+    def __init__(self, request: object = None) -> None:
+        super().__init__(request)
+        self.max_bytes = settings.UPLOAD_MAX_BYTES
+        self.too_big: int | None = None  # the size seen when the upload was refused
+        self._content_length = 0
+
+    def handle_raw_input(self, input_data, META, content_length, boundary, encoding=None):  # type: ignore[no-untyped-def]
+        self._content_length = content_length
+        return None
+
+    def new_file(self, *args: object, **kwargs: object) -> None:
+        super().new_file(*args, **kwargs)  # type: ignore[arg-type]
+        # Fields before the file (CSRF token, name) are parsed already and kept; the
+        # parser discards the rest of the body without storing a byte of it.
+        if self._content_length > self.max_bytes + MULTIPART_OVERHEAD_BYTES:
+            self.too_big = self._content_length
+            raise StopUpload(connection_reset=False)
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes:
+        # A body without an honest Content-Length is still cut off at the limit.
+        if start + len(raw_data) > self.max_bytes:
+            self.too_big = max(start + len(raw_data), self._content_length)
+            raise StopUpload(connection_reset=False)
+        return raw_data
+
+    def file_complete(self, file_size: int) -> None:
+        return None  # the next handler builds the file
+
+
+class DocumentUploadForm(forms.Form):
+    file = forms.FileField(
+        label="File",
+        help_text=f"PDF, XLSX, XLS, Markdown, CSV or DOCX; up to {settings.UPLOAD_MAX_BYTES // 1_000_000} MB.",
+        widget=forms.ClearableFileInput(attrs={"accept": ACCEPT_ATTRIBUTE}),
+        error_messages={"required": "Choose a file to upload."},
+    )
+
+    def __init__(self, *args: object, too_big: int | None = None, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.too_big = too_big
+        self.validated: ValidatedFile | None = None
+
+    def clean_file(self) -> UploadedFile:
+        upload: UploadedFile = self.cleaned_data["file"]
+        self.validated = upload_validate(upload)
+        return upload
+
+    def full_clean(self) -> None:
+        super().full_clean()
+        if self.too_big is not None and self.is_bound:
+            # The guard dropped the file: say why instead of "choose a file".
+            # Fields after the file in the body were not read either; don't blame the user for them.
+            self.errors.pop("file", None)
+            self.errors.pop("name", None)
+            self.add_error("file", too_big_message(self.too_big, settings.UPLOAD_MAX_BYTES))
+
+
+class DatasetUploadForm(DocumentUploadForm):
+    name = forms.CharField(
+        label="Dataset name",
+        max_length=120,
+        error_messages={"required": "Give the dataset a name."},
+        widget=forms.TextInput(attrs={"maxlength": 120, "autocomplete": "off"}),
+    )
+
+    field_order = ["file", "name"]
+
+    def clean_name(self) -> str:
+        return dataset_name_clean(self.cleaned_data["name"])

@@ -1,0 +1,260 @@
+"""The Generate Dataset page (upload), the extraction status poll, and documents.
+
+Upload views install UploadSizeGuard before anything reads the body. CSRF
+middleware reads request.POST, so those views are csrf_exempt on the outside and
+csrf_protect on the inside: the token is still checked, after the guard is in place
+(Django docs, "Modifying upload handlers on the fly").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.clickjacking import xframe_options_sameorigin
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect, trigger_client_event
+
+from agents.models import Agent
+from agents.selectors import agent_get_for_user
+from datasets import documents, selectors
+from datasets.extraction.services import dataset_upload_create
+from datasets.models import Dataset, Document, TestCase
+from datasets.upload_forms import DatasetUploadForm, DocumentUploadForm, UploadSizeGuard
+from evalsite.http import AuthedRequest
+
+
+def _get_agent_for_user(request: AuthedRequest, agent_id: int) -> Agent:
+    return agent_get_for_user(user=request.user, agent_id=agent_id)
+
+
+def _get_dataset_for_user(request: AuthedRequest, agent_id: int, dataset_id: int) -> tuple[Agent, Dataset]:
+    agent = _get_agent_for_user(request, agent_id)
+    dataset = selectors.dataset_get(agent=agent, dataset_id=dataset_id)
+    if dataset is None:
+        raise Http404("No such dataset")
+    return agent, dataset
+
+
+def _get_document_for_user(
+    request: AuthedRequest, agent_id: int, dataset_id: int, document_id: int
+) -> tuple[Agent, Dataset, Document]:
+    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    # Through the dataset, and the team as a second lock: a document id alone opens nothing.
+    document = Document.objects.filter(pk=document_id, dataset=dataset, team_id=agent.team_id).first()
+    if document is None:
+        raise Http404("No such document")
+    return agent, dataset, document
+
+
+def _get_case_for_user(
+    request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: int
+) -> tuple[Agent, Dataset, TestCase]:
+    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    case = TestCase.objects.filter(dataset=dataset, pk=case_pk).first()
+    if case is None:
+        raise Http404("No such test case")
+    case.dataset = dataset
+    return agent, dataset, case
+
+
+def _guard(request: AuthedRequest) -> UploadSizeGuard:
+    guard = UploadSizeGuard(request)
+    request.upload_handlers.insert(0, guard)
+    return guard
+
+
+# ---- Generate Dataset ---------------------------------------------------------------
+
+
+def _new_context(agent: Agent, form: DatasetUploadForm, tab: str) -> dict[str, Any]:
+    max_bytes = settings.UPLOAD_MAX_BYTES
+    return {"agent": agent, "form": form, "tab": tab, "max_bytes": max_bytes, "max_mb": f"{max_bytes / 1_000_000:g}"}
+
+
+@login_required
+@require_GET
+def dataset_new(request: AuthedRequest, agent_id: int) -> HttpResponse:
+    agent = _get_agent_for_user(request, agent_id)
+    tab = "generate" if request.GET.get("tab") == "generate" else "upload"
+    return render(request, "datasets/new.html", _new_context(agent, DatasetUploadForm(), tab))
+
+
+@csrf_exempt
+@login_required
+@require_POST
+def dataset_upload(request: AuthedRequest, agent_id: int) -> HttpResponse:
+    return _dataset_upload(request, agent_id, _guard(request))
+
+
+@csrf_protect
+def _dataset_upload(request: AuthedRequest, agent_id: int, guard: UploadSizeGuard) -> HttpResponse:
+    agent = _get_agent_for_user(request, agent_id)
+    form = DatasetUploadForm(request.POST, request.FILES, too_big=guard.too_big)
+    if form.is_valid():
+        try:
+            dataset = dataset_upload_create(
+                agent=agent,
+                user=request.user,
+                name=form.cleaned_data["name"],
+                upload=form.cleaned_data["file"],
+                validated=form.validated,
+            )
+        except ValidationError as exc:
+            _add_errors(form, exc)
+        else:
+            url = reverse("datasets:detail", args=[agent.pk, dataset.pk])
+            return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    context = _new_context(agent, form, "upload")
+    template = "datasets/new.html#upload_form" if request.htmx else "datasets/new.html"
+    return render(request, template, context)
+
+
+def _add_errors(form: DatasetUploadForm | DocumentUploadForm, exc: ValidationError) -> None:
+    if hasattr(exc, "error_dict"):
+        for name, errors in exc.error_dict.items():
+            for error in errors:
+                form.add_error(name if name in form.fields else None, error)
+    else:
+        form.add_error(None, exc)
+
+
+# ---- extraction status ------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def dataset_status(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
+    """The self-polling status box; 286 stops the polling once the dataset has settled."""
+    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    response = render(request, "datasets/partials/dataset_status.html", {"agent": agent, "dataset": dataset})
+    if dataset.is_settled:
+        response.status_code = HTMX_STOP_POLLING
+        if request.htmx and not request.htmx.history_restore_request:
+            # The poll saw the change: reload the page so the cases and actions appear with it.
+            response["HX-Refresh"] = "true"
+    return response
+
+
+# ---- documents -----------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def document_download(request: AuthedRequest, agent_id: int, dataset_id: int, document_id: int) -> HttpResponse:
+    _, _, document = _get_document_for_user(request, agent_id, dataset_id, document_id)
+    try:
+        return documents.download_response(document)
+    except FileNotFoundError:
+        raise Http404("The file is missing from storage") from None
+
+
+@login_required
+@require_GET
+@xframe_options_sameorigin  # shown in the preview dialog's <iframe>; the page itself stays DENY
+def document_view(request: AuthedRequest, agent_id: int, dataset_id: int, document_id: int) -> HttpResponse:
+    _, _, document = _get_document_for_user(request, agent_id, dataset_id, document_id)
+    try:
+        response = documents.pdf_inline_response(document)
+    except FileNotFoundError:
+        response = None
+    if response is None:
+        raise Http404("Only PDFs open in the browser; download other files")
+    return response
+
+
+@login_required
+@require_GET
+def document_preview(request: AuthedRequest, agent_id: int, dataset_id: int, document_id: int) -> HttpResponse:
+    agent, dataset, document = _get_document_for_user(request, agent_id, dataset_id, document_id)
+    case = (
+        dataset.cases.filter(pk=request.GET.get("case") or 0).first() if request.GET.get("case", "").isdigit() else None
+    )
+    is_pdf = document.file_type == Document.FileType.PDF
+    blocks, problem = ([], "") if is_pdf else documents.preview_blocks(document)
+    context = {
+        "agent": agent,
+        "dataset": dataset,
+        "document": document,
+        "case": case,
+        "blocks": blocks,
+        "problem": problem,
+        "is_pdf": is_pdf,
+        "show": "context" if request.GET.get("show") == "context" else "preview",
+        "as_page": not request.htmx,
+        "has_context": bool(case and (case.document_context or case.source_span)),
+    }
+    if request.htmx and not request.htmx.history_restore_request:
+        return render(request, "datasets/partials/document_preview.html", context)
+    return render(request, "datasets/document_preview.html", context)
+
+
+# ---- documents on cases ------------------------------------------------------------------
+
+
+@csrf_exempt
+@login_required
+@require_POST
+def case_document_attach(request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: int) -> HttpResponse:
+    return _case_document_attach(request, agent_id, dataset_id, case_pk, _guard(request))
+
+
+@csrf_protect
+def _case_document_attach(
+    request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: int, guard: UploadSizeGuard
+) -> HttpResponse:
+    agent, dataset, case = _get_case_for_user(request, agent_id, dataset_id, case_pk)
+    form = DocumentUploadForm(request.POST, request.FILES, too_big=guard.too_big)
+    attached = None
+    if form.is_valid():
+        try:
+            attached = documents.case_document_attach(
+                case=case, upload=form.cleaned_data["file"], validated=form.validated
+            )
+        except ValidationError as exc:
+            _add_errors(form, exc)
+    if not request.htmx:
+        for error in form.errors.get("file", []) + form.non_field_errors():
+            messages.error(request, error)
+        if attached:
+            messages.success(request, f"Attached {attached.original_name}.")
+        return redirect("datasets:detail", agent.pk, dataset.pk)
+    response = _case_documents(request, agent, dataset, case, form if attached is None else DocumentUploadForm())
+    if attached:
+        trigger_client_event(response, "casesChanged")
+        trigger_client_event(response, "toast", {"message": f"Attached {attached.original_name}.", "level": "success"})
+    return response
+
+
+@login_required
+@require_POST
+def case_document_detach(
+    request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: int, document_id: int
+) -> HttpResponse:
+    agent, dataset, case = _get_case_for_user(request, agent_id, dataset_id, case_pk)
+    document = case.documents.filter(pk=document_id).first()
+    if document is None:
+        raise Http404("The document is not attached to this case")
+    documents.case_document_detach(case=case, document=document)
+    if not request.htmx:
+        messages.success(request, f"Removed {document.original_name} from the test case.")
+        return redirect("datasets:detail", agent.pk, dataset.pk)
+    response = _case_documents(request, agent, dataset, case, DocumentUploadForm())
+    trigger_client_event(response, "casesChanged")
+    return trigger_client_event(
+        response, "toast", {"message": f"Removed {document.original_name}.", "level": "success"}
+    )
+
+
+def _case_documents(
+    request: AuthedRequest, agent: Agent, dataset: Dataset, case: TestCase, form: DocumentUploadForm
+) -> HttpResponse:
+    context = {"agent": agent, "dataset": dataset, "case": case, "attach_form": form}
+    return render(request, "datasets/partials/case_documents.html", context)
