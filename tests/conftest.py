@@ -6,6 +6,19 @@ from django.test import Client
 from tests.factories import AgentFactory, MembershipFactory, TeamFactory, UserFactory
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # PBKDF2's deliberate slowness cost about 1 s per user created: most of the suite's time.
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # Plain static names, whether or not `make run` has collected static files here:
+    # a manifest from an earlier collectstatic would not know files added since.
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+
+
 @pytest.fixture
 def team(db):
     return TeamFactory(name="Acme QA")
@@ -66,9 +79,9 @@ def celery_worker(transactional_db):
     workers: list[WorkerProcess] = []
 
     def start(**kwargs) -> WorkerProcess:
-        worker = WorkerProcess(**kwargs).start()
-        workers.append(worker)
-        return worker
+        worker = WorkerProcess(**kwargs)
+        workers.append(worker)  # before start(): a worker that never got ready is stopped too
+        return worker.start()
 
     yield start
     for worker in workers:

@@ -10,7 +10,9 @@ import os
 import signal
 import tempfile
 
-os.environ.setdefault("CELERY_QUEUE", f"evalsite-test-{os.getpid()}")
+# xdist workers inherit the controller's environment, queue included: each takes its own.
+if os.environ.get("PYTEST_XDIST_WORKER") or not os.environ.get("CELERY_QUEUE"):
+    os.environ["CELERY_QUEUE"] = f"evalsite-test-{os.getpid()}"
 os.environ.setdefault("EVALSITE_REAPER_INTERVAL", "2")
 
 

@@ -78,7 +78,7 @@ class WorkerProcess:
         self._wait_ready()
         return self
 
-    def _wait_ready(self, timeout: float = 60) -> None:
+    def _wait_ready(self, timeout: float = 120) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process and self.process.poll() is not None:

@@ -27,6 +27,27 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("#toasts .toast").forEach(dismissLater);
+    // A dialog rendered open by the server (e.g. re-shown with form errors).
+    document.querySelectorAll("dialog[data-autoopen]").forEach(function (dialog) {
+      if (dialog.showModal && !dialog.open) dialog.showModal();
+    });
+  });
+
+  // <button data-copy="#selector"> copies that input's value (or element's text).
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-copy]");
+    if (!button) return;
+    var source = document.querySelector(button.getAttribute("data-copy"));
+    if (!source) return;
+    var text = "value" in source ? source.value : source.textContent;
+    var done = function () { showToast("Copied to the clipboard.", "success"); };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(done, function () { source.select && source.select(); });
+    } else if (source.select) {
+      // Plain-HTTP deployments have no clipboard API: select the text and use the legacy command.
+      source.select();
+      if (document.execCommand("copy")) done();
+    }
   });
 
   // <button data-dialog-open="id"> opens <dialog id="id">; [data-dialog-close] closes its dialog.
