@@ -12,6 +12,8 @@ class TokenAuth(HttpBearer):
     """`Authorization: Bearer evs_…`; sets request.user to the token's owner."""
 
     def authenticate(self, request: HttpRequest, token: str):  # type: ignore[override]
+        if not token.startswith(ApiToken.PREFIX):
+            return None  # not one of ours: skip the database
         api_token = (
             ApiToken.objects.select_related("user")
             .filter(token_hash=ApiToken.hash(token), revoked_at__isnull=True, user__is_active=True)
@@ -30,8 +32,10 @@ class TokenAuth(HttpBearer):
 api = NinjaAPI(title="Evalsite API", version="1", auth=TokenAuth(), docs_url="/docs", urls_namespace="api")
 
 # Routers register themselves here, one line per app.
+from accounts.api import router as accounts_router  # noqa: E402
 from datasets.api import router as datasets_router  # noqa: E402
 from runs.api import router as runs_router  # noqa: E402
 
+api.add_router("/", accounts_router)
 api.add_router("/", datasets_router)
 api.add_router("/", runs_router)

@@ -180,6 +180,15 @@ BROKER_URL = REDIS_URL or f"redis+socket://{EMBEDDED_REDIS_SOCKET}"
 # The same server for redis-py clients, which spell sockets unix://.
 REDIS_CLIENT_URL = BROKER_URL.replace("redis+socket://", "unix://", 1)
 
+# Shared by every web process, so login throttling counts attempts across gunicorn workers.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_CLIENT_URL,
+        "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "evalsite"),
+    }
+}
+
 # Celery (STYLE.md "Celery"): tasks are idempotent, so late acks are safe.
 CELERY_BROKER_URL = BROKER_URL
 CELERY_TASK_IGNORE_RESULT = True

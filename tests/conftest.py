@@ -11,12 +11,22 @@ def pytest_configure(config: pytest.Config) -> None:
     from django.conf import settings
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # Login throttling counts in the cache: a per-process memory cache, emptied per test below,
+    # keeps one test's failed logins from throttling the next (production shares Redis).
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     # Plain static names, whether or not `make run` has collected static files here:
     # a manifest from an earlier collectstatic would not know files added since.
     settings.STORAGES = {
         **settings.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache():
+    from django.core.cache import cache
+
+    cache.clear()
 
 
 @pytest.fixture

@@ -37,6 +37,7 @@ class AgentFactory(factory.django.DjangoModelFactory):
 
     class Meta:
         model = Agent
+        skip_postgeneration_save = True
 
     team = factory.SubFactory(TeamFactory)
     name = factory.Sequence(lambda n: f"Agent {n}")

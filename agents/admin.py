@@ -1,0 +1,60 @@
+from django.contrib import admin
+
+from agents.models import Agent, AgentVersion
+
+
+class AgentVersionInline(admin.TabularInline):
+    """Versions are immutable snapshots: listed read-only, never edited or added here."""
+
+    model = AgentVersion
+    fk_name = "agent"
+    extra = 0
+    fields = ["number", "note", "model", "created_by", "created_at"]
+    readonly_fields = fields
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin):
+    list_display = ["name", "team", "kind", "current_version", "updated_at"]
+    list_filter = ["kind", "team"]
+    search_fields = ["name", "description", "team__name"]
+    readonly_fields = ["current_version", "created_at", "updated_at"]
+    inlines = [AgentVersionInline]
+
+
+@admin.register(AgentVersion)
+class AgentVersionAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "agent", "number", "note", "created_by", "created_at"]
+    list_filter = ["agent__kind"]
+    search_fields = ["agent__name", "note"]
+    # http_headers is left out on purpose: its values are secrets, even for staff.
+    fields = [
+        "agent",
+        "number",
+        "note",
+        "instructions",
+        "skills",
+        "knowledge",
+        "guardrails",
+        "model",
+        "temperature",
+        "tools",
+        "http_url",
+        "http_header_names",
+        "http_timeout",
+        "rolled_back_from",
+        "created_by",
+        "created_at",
+    ]
+    readonly_fields = fields
+
+    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False
