@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -57,7 +58,8 @@ class WorkerProcess:
         self.beat = beat
         self.extra_env = env or {}
         self.process: subprocess.Popen | None = None
-        self.log_path = ROOT / "var" / f"test-worker-{os.getpid()}-{time.monotonic_ns()}.log"
+        # Logs live in the temp directory, not var/, so repeated test runs leave nothing behind.
+        self.log_path = Path(tempfile.gettempdir()) / "evalsite-test-workers" / f"{os.getpid()}-{time.monotonic_ns()}.log"
 
     def start(self) -> "WorkerProcess":
         self.log_path.parent.mkdir(exist_ok=True)

@@ -1,0 +1,95 @@
+# Evalsite: `make run` starts the console, `make test` runs the whole test suite.
+# Both set up .venv first, so a fresh clone needs only Python 3.11 or newer.
+
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3 2>/dev/null)
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check --quiet
+PORT ?= 8000
+HOST ?= 127.0.0.1
+# Serial by default. Measured on this 2-core machine, `-n 2` was slower (every xdist
+# process pays Django's, litellm's and the migrations' start-up again), and the chaos
+# tests restart the Redis and PostgreSQL that parallel processes would share.
+PYTEST_ARGS ?=
+CHROMIUM := /usr/bin/chromium
+
+export PORT HOST
+
+.PHONY: run test lint format bench check-deploy install install-dev browser clean help
+
+help:
+	@echo "make run           install, migrate, load the demo and start web, worker, beat (and the embedded Redis)"
+	@echo "make test          install the test dependencies and run the whole test suite"
+	@echo "make lint          ruff check and ruff format --check"
+	@echo "make bench         run every bench/bench_*.py and print a table"
+	@echo "make check-deploy  Django's deployment checks with production-like settings"
+
+$(PY):
+	@test -n "$(PYTHON)" || { echo "Python 3.11 or newer is required (python3.11 or python3 on PATH)."; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+		{ echo "Python 3.11 or newer is required; $(PYTHON) is $$($(PYTHON) --version)."; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+
+# Stamps: reinstall only when a requirements file changes.
+$(VENV)/.installed: requirements.txt | $(PY)
+	$(PIP) install -r requirements.txt
+	@touch $@
+
+$(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(PY)
+	$(PIP) install -r requirements-dev.txt
+	@touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+run: install
+	@mkdir -p var
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py demo_load
+	$(PY) manage.py collectstatic --noinput --verbosity 0
+	$(PY) manage.py runstack --host $(HOST) --port $(PORT)
+
+# The browser tests drive Debian's Chromium. CI runs as root and installs it; elsewhere
+# the e2e tests are left out with a warning rather than failing on a missing browser.
+browser:
+	@if [ -x $(CHROMIUM) ]; then \
+		:; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "Installing Debian's chromium for the browser tests..."; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+test: install-dev browser
+	@mkdir -p var
+	@if [ -x $(CHROMIUM) ]; then \
+		$(PY) -m pytest $(PYTEST_ARGS); \
+	elif [ "$$CI" = true ]; then \
+		echo "$(CHROMIUM) is missing and could not be installed: the browser tests cannot run."; exit 1; \
+	else \
+		echo "WARNING: $(CHROMIUM) is missing (install it with: sudo apt-get install chromium)."; \
+		echo "WARNING: running the suite WITHOUT the browser tests (-m 'not e2e')."; \
+		$(PY) -m pytest $(PYTEST_ARGS) -m "not e2e"; \
+	fi
+
+lint: install-dev
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: install-dev
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
+
+bench: install-dev
+	@mkdir -p var
+	$(PY) bench/run_all.py
+
+# Production-like settings: the same code, only the environment differs.
+check-deploy: install
+	@DEBUG=false SECURE_SSL=true ALLOWED_HOSTS=evalsite.example.com \
+		CSRF_TRUSTED_ORIGINS=https://evalsite.example.com SITE_URL=https://evalsite.example.com \
+		SECRET_KEY="$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(50))')" \
+		$(PY) manage.py check --deploy --fail-level WARNING
+
+clean:
+	rm -rf staticfiles .pytest_cache .ruff_cache
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +

@@ -1,0 +1,318 @@
+"""`make run`'s launcher: the whole stack in the foreground of one terminal.
+
+It starts the embedded Redis (only when REDIS_URL is unset), a Celery worker, Celery
+beat and gunicorn, prefixes their output like `docker compose up`, and on Ctrl-C,
+SIGTERM or SIGHUP stops them in order: web, beat, worker (warm shutdown, so tasks in
+flight finish), Redis. A second Ctrl-C kills at once.
+
+Each service runs in its own session, so the terminal's Ctrl-C reaches only this
+launcher, which then stops the services in the right order, and a whole process
+group (gunicorn's or Celery's pool children included) can be killed if a service
+hangs. If the launcher itself is killed, the kernel sends each service SIGTERM
+(PR_SET_PDEATHSIG), so even `kill -9` leaves no orphans behind.
+"""
+
+import ctypes
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from evalsite import embedded_redis
+
+PR_SET_PDEATHSIG = 1
+COLORS = {"redis": "31", "worker": "33", "beat": "35", "web": "36"}
+
+
+def _die_with_parent() -> None:
+    """Runs in the child between fork and exec: SIGTERM it when the launcher dies."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+@dataclass
+class Service:
+    name: str
+    process: subprocess.Popen
+    # How long a graceful stop may take before the whole process group is killed.
+    stop_timeout: float
+    # Signal only the main process: gunicorn and Celery stop their own children in order.
+    stop_signal: int = signal.SIGTERM
+    buffer: bytes = b""
+    output: list[str] = field(default_factory=list)
+
+    @property
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+
+class Command(BaseCommand):
+    help = "Run Evalsite in the foreground: web, Celery worker and beat, and the embedded Redis when needed."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--host", default=os.environ.get("HOST") or "127.0.0.1")
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT") or 8000))
+        parser.add_argument("--web-workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY") or 2))
+        parser.add_argument("--worker-concurrency", type=int, default=int(os.environ.get("WORKER_CONCURRENCY") or 4))
+        parser.add_argument(
+            "--stop-timeout",
+            type=float,
+            default=30,
+            help="Seconds the worker may take to finish tasks in flight when stopping.",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        self.services: list[Service] = []
+        self.selector = selectors.DefaultSelector()
+        self.stop_requests = 0
+        self.color = sys.stdout.isatty()
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, self._request_stop)
+
+        host, port = options["host"], options["port"]
+        self._check_port_free(host, port)
+        failed = False
+        try:
+            self._start_all(options)
+            failed = self._supervise(f"http://{host}:{port}")
+        finally:
+            self._stop_all(options["stop_timeout"])
+        left = self._leftovers()
+        if left:
+            raise CommandError(f"Processes of the stack are still running (process groups {left}).")
+        if failed:
+            raise CommandError("A service stopped unexpectedly; the stack was shut down.")
+        self._say("Stopped. No Evalsite process is left running.")
+
+    # Starting.
+
+    def _start_all(self, options: dict[str, Any]) -> None:
+        base = [sys.executable, "-m"]
+        if not settings.REDIS_URL:
+            socket_path = settings.EMBEDDED_REDIS_SOCKET
+            self._say(f"REDIS_URL is unset: starting the embedded Redis on {socket_path}")
+            try:
+                process = embedded_redis.start(socket_path, **self._popen_kwargs())
+            except embedded_redis.EmbeddedRedisError as error:
+                raise CommandError(str(error)) from error
+            self._track("redis", process, stop_timeout=10)
+        queue = settings.CELERY_TASK_DEFAULT_QUEUE
+        self._launch(
+            "worker",
+            base + ["celery", "-A", "evalsite", "worker", "--loglevel", "INFO",
+                    "--concurrency", str(options["worker_concurrency"]), "--queues", queue,
+                    "--hostname", f"evalsite-{os.getpid()}@%h", "--without-gossip", "--without-mingle"],
+            stop_timeout=options["stop_timeout"],
+        )  # fmt: skip
+        self._launch(
+            "beat",
+            base + ["celery", "-A", "evalsite", "beat", "--loglevel", "INFO",
+                    "--schedule", str(settings.BASE_DIR / "var" / "celerybeat-schedule")],
+            stop_timeout=10,
+        )  # fmt: skip
+        web = base + [
+            "gunicorn", "evalsite.wsgi:application",
+            "--bind", f"{options['host']}:{options['port']}",
+            "--workers", str(options["web_workers"]),
+            "--access-logfile", "-", "--error-logfile", "-",
+            "--timeout", "60", "--graceful-timeout", "10",
+            # Two stacks on one machine (a developer's and the smoke test's) must not
+            # fight over gunicorn's default control socket in $HOME.
+            "--no-control-socket",
+        ]  # fmt: skip
+        if settings.DEBUG:
+            web.append("--reload")  # DEBUG=true: reload on code changes while developing.
+        self._launch("web", web, stop_timeout=15)
+
+    def _popen_kwargs(self) -> dict[str, Any]:
+        return {
+            "cwd": settings.BASE_DIR,
+            "env": {**os.environ, "PYTHONUNBUFFERED": "1"},
+            "stdin": subprocess.DEVNULL,
+            "stdout": subprocess.PIPE,
+            "stderr": subprocess.STDOUT,
+            "start_new_session": True,
+            "preexec_fn": _die_with_parent,
+        }
+
+    def _launch(self, name: str, command: list[str], *, stop_timeout: float) -> None:
+        if self.stop_requests:
+            return
+        self._track(name, subprocess.Popen(command, **self._popen_kwargs()), stop_timeout=stop_timeout)
+
+    def _track(self, name: str, process: subprocess.Popen, *, stop_timeout: float) -> None:
+        service = Service(name=name, process=process, stop_timeout=stop_timeout)
+        assert process.stdout is not None
+        os.set_blocking(process.stdout.fileno(), False)
+        self.selector.register(process.stdout, selectors.EVENT_READ, service)
+        self.services.append(service)
+
+    def _check_port_free(self, host: str, port: int) -> None:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host, port))
+            except OSError as error:
+                raise CommandError(
+                    f"Cannot listen on {host}:{port} ({error.strerror}). Is Evalsite already running? "
+                    f"Choose another port: make run PORT={port + 1}"
+                ) from error
+
+    # Running.
+
+    def _supervise(self, url: str) -> bool:
+        """Pump output until a stop is requested (False) or a service dies (True)."""
+        announced = False
+        worker_ready = False
+        started = last_probe = time.monotonic()
+        while not self.stop_requests:
+            self._pump(timeout=0.25)
+            worker_ready = worker_ready or any(
+                " ready." in line for s in self.services if s.name == "worker" for line in s.output
+            )
+            dead = [s for s in self.services if not s.running]
+            if dead:
+                for service in dead:
+                    self._say(f"{service.name} exited with code {service.process.returncode}: stopping the stack.")
+                return True
+            # The banner waits for the web server to answer and the worker to consume,
+            # so what it promises is true when it is printed.
+            if not announced and worker_ready and time.monotonic() - last_probe >= 1:
+                last_probe = time.monotonic()
+                if self._web_answers(url):
+                    self._announce(url, time.monotonic() - started)
+                    announced = True
+        return False
+
+    def _pump(self, timeout: float) -> None:
+        for key, _ in self.selector.select(timeout=timeout):
+            service: Service = key.data
+            try:
+                chunk = os.read(key.fd, 65536)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                self.selector.unregister(key.fileobj)
+                chunk = b"\n" if service.buffer else b""
+            service.buffer += chunk
+            *lines, service.buffer = service.buffer.split(b"\n")
+            for raw in lines:
+                self._print_line(service, raw.decode(errors="replace"))
+
+    def _print_line(self, service: Service, line: str) -> None:
+        # Keep a short tail for readiness checks; the full log is on the terminal.
+        service.output = [*service.output[-50:], line]
+        prefix = f"{service.name:<6} |"
+        if self.color:
+            prefix = f"\033[{COLORS.get(service.name, '0')}m{prefix}\033[0m"
+        sys.stdout.write(f"{prefix} {line}\n")
+        sys.stdout.flush()
+
+    def _web_answers(self, url: str) -> bool:
+        try:
+            with urllib.request.urlopen(f"{url}/accounts/login/", timeout=2) as response:
+                return response.status < 500
+        except urllib.error.HTTPError as error:
+            return error.code < 500
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def _announce(self, url: str, seconds: float) -> None:
+        from django.contrib.auth.models import User
+
+        from evalsite import demo
+
+        lines = [f"Evalsite is running at {url}/  (started in {seconds:.0f} s)"]
+        user = User.objects.filter(username=demo.DEMO_USERNAME).first()
+        if user is not None and user.check_password(demo.DEMO_PASSWORD):
+            lines.append(
+                f"Sign in as {demo.DEMO_USERNAME} / {demo.DEMO_PASSWORD}  "
+                "(demo-only credentials: never expose this instance)"
+            )
+        elif user is not None:
+            lines.append(f"The demo user “{demo.DEMO_USERNAME}” has a changed password.")
+        if not settings.EVALSITE_LLM_MODEL:
+            lines.append(
+                "No model configured: knowledge agents and offline scoring work; "
+                "set EVALSITE_LLM_MODEL for LLM agents and the judge (see README)."
+            )
+        db = settings.DATABASES["default"]
+        database = f"SQLite ({db['NAME']})" if db["ENGINE"].endswith("sqlite3") else "PostgreSQL (DATABASE_URL)"
+        broker = f"embedded Redis ({settings.EMBEDDED_REDIS_SOCKET})" if not settings.REDIS_URL else "REDIS_URL"
+        lines.append(f"Database: {database}; broker: {broker}.")
+        lines.append("Press Ctrl-C to stop.")
+        width = max(len(line) for line in lines) + 4
+        self._say("=" * width)
+        for line in lines:
+            self._say(f"  {line}")
+        self._say("=" * width)
+
+    def _request_stop(self, signum: int, frame: Any) -> None:
+        self.stop_requests += 1
+        if self.stop_requests == 1:
+            self._say(f"{signal.Signals(signum).name} received: stopping (press Ctrl-C again to kill at once)...")
+        else:
+            self._say("Killing every service now.")
+            for service in self.services:
+                self._kill_group(service)
+
+    # Stopping.
+
+    def _stop_all(self, worker_timeout: float) -> None:
+        # Web first so no new work arrives, the broker last so the worker can ack.
+        order = {"web": 0, "beat": 1, "worker": 2, "redis": 3}
+        for service in sorted(self.services, key=lambda s: order.get(s.name, 9)):
+            self._stop(service)
+        for service in self.services:
+            # Anything left in a service's process group (a pool child whose parent
+            # died) goes too; an empty group just raises ProcessLookupError.
+            self._kill_group(service)
+        self._pump(timeout=0)
+
+    def _stop(self, service: Service) -> None:
+        if service.running and self.stop_requests < 2:
+            if service.name == "worker":
+                self._say(f"Waiting up to {service.stop_timeout:.0f} s for tasks in flight to finish...")
+            service.process.send_signal(service.stop_signal)
+            deadline = time.monotonic() + service.stop_timeout
+            while service.running and time.monotonic() < deadline and self.stop_requests < 2:
+                self._pump(timeout=0.1)
+        if service.running:
+            self._say(f"{service.name} did not stop in time: killing it.")
+            self._kill_group(service)
+        service.process.wait()
+
+    def _leftovers(self, timeout: float = 5) -> list[int]:
+        """Process groups of the stack that still have a member after the kill sweep."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = []
+            for service in self.services:
+                try:
+                    os.killpg(service.process.pid, 0)
+                    left.append(service.process.pid)
+                except ProcessLookupError:
+                    pass
+            if not left or time.monotonic() > deadline:
+                return left
+            time.sleep(0.1)
+
+    def _kill_group(self, service: Service) -> None:
+        try:
+            os.killpg(service.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _say(self, message: str) -> None:
+        sys.stdout.write(f"evalsite | {message}\n")
+        sys.stdout.flush()
