@@ -1,18 +1,31 @@
 """Login throttling: refuse sign-in after too many failures per username and per address.
 
-Counters live in Django's cache. With the default LocMem cache each process keeps its
-own counters, so N web processes allow up to N times the limit; point CACHES at Redis
-to share them across processes.
+Counters live in Django's cache, which settings point at Redis so that every web
+process shares them. When Redis cannot be reached, sign-in still works (unthrottled,
+with a logged warning): an outage of the cache must not lock every user out.
 """
 
 import hashlib
+import logging
 import math
+from collections.abc import Callable
+from typing import TypeVar
 
 from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest
 
 _PREFIX = "login-failures"
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def _tolerant(call: Callable[[], T], default: T) -> T:
+    try:
+        return call()
+    except Exception:  # the cache backend's connection errors have no common base class
+        logger.warning("Login throttling is off: the cache (Redis) cannot be reached.", exc_info=True)
+        return default
 
 
 def _keys(*, username: str, ip: str) -> list[str]:
@@ -28,13 +41,17 @@ def client_ip(request: HttpRequest) -> str:
 
 def login_is_throttled(*, username: str, ip: str) -> bool:
     limit = settings.LOGIN_THROTTLE_ATTEMPTS
-    counts = cache.get_many(_keys(username=username, ip=ip))
+    counts = _tolerant(lambda: cache.get_many(_keys(username=username, ip=ip)), {})
     return any(count >= limit for count in counts.values())
 
 
 def login_failure_record(*, username: str, ip: str) -> None:
     """Count one failure. The window starts at the first failure (a fixed window)."""
-    for key in _keys(username=username, ip=ip):
+    _tolerant(lambda: _record(_keys(username=username, ip=ip)), None)
+
+
+def _record(keys: list[str]) -> None:
+    for key in keys:
         # add() only sets a missing key, so the expiry is not pushed back by later failures.
         cache.add(key, 0, timeout=settings.LOGIN_THROTTLE_WINDOW)
         try:
@@ -46,7 +63,7 @@ def login_failure_record(*, username: str, ip: str) -> None:
 def login_success_reset(*, username: str) -> None:
     """A successful sign-in clears the username's counter; the address counter stays,
     so one valid account cannot be used to reset guessing against others."""
-    cache.delete(_keys(username=username, ip="")[0])
+    _tolerant(lambda: cache.delete(_keys(username=username, ip="")[0]), False)
 
 
 def throttle_message() -> str:

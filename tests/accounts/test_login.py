@@ -110,3 +110,16 @@ def test_htmx_requests_get_the_page(client, db):
 
 def test_put_is_not_allowed(client, db):
     assert client.put(URL).status_code == 405
+
+
+def test_sign_in_still_works_when_the_cache_is_down(alice, settings):
+    from django.test import Client
+
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://127.0.0.1:1/0"}
+    }
+    client = Client()
+
+    response = client.post("/accounts/login/", {"username": "alice", "password": "correct horse battery staple"})
+
+    assert response.status_code == 302
