@@ -21,11 +21,15 @@ class Run(models.Model):
         OFFLINE = "offline", "Offline reference scorer"
 
     ACTIVE_STATUSES = (Status.PENDING, Status.RUNNING)
+    # Shown while the run's summary is being written (it is written after the run completes).
+    SUMMARY_PENDING_NOTE = "Writing the summary…"
 
     agent = models.ForeignKey("agents.Agent", on_delete=models.CASCADE, related_name="runs")
     agent_version = models.ForeignKey("agents.AgentVersion", on_delete=models.PROTECT, related_name="runs")
     # The dataset may be deleted later; the run keeps its own snapshot (RunCase rows, settings).
-    dataset = models.ForeignKey("datasets.Dataset", on_delete=models.SET_NULL, null=True, blank=True, related_name="runs")
+    dataset = models.ForeignKey(
+        "datasets.Dataset", on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
+    )
     dataset_name = models.CharField(max_length=120)
     parent = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children")
     purpose = models.CharField(max_length=8, choices=Purpose.choices, default=Purpose.RUN)
@@ -45,6 +49,8 @@ class Run(models.Model):
     failed = models.PositiveIntegerField(default=0)
     errored = models.PositiveIntegerField(default=0)
     average_score = models.FloatField(null=True, blank=True)
+    # Sum of the scores counted in passed/failed, so the average is known while the run is going.
+    score_total = models.FloatField(default=0)
     robustness = models.FloatField(null=True, blank=True, help_text="Pass rate of smoke-test variants")
     consistency = models.FloatField(null=True, blank=True, help_text="Mean score spread across repeats")
     agent_tokens = models.PositiveIntegerField(default=0)
@@ -81,6 +87,23 @@ class Run(models.Model):
         return round(100 * self.completed / self.total) if self.total else 0
 
     @property
+    def current_average(self) -> float | None:
+        """The final average once computed, else the running one from the counters."""
+        if self.average_score is not None:
+            return self.average_score
+        scored = self.passed + self.failed
+        return self.score_total / scored if scored else None
+
+    @property
+    def summary_pending(self) -> bool:
+        """The run has ended but its summary is still to come (keep polling)."""
+        return (
+            not self.is_active
+            and self.status != self.Status.FAILED
+            and (self.summary_note == self.SUMMARY_PENDING_NOTE or not (self.summary or self.summary_note))
+        )
+
+    @property
     def pass_rate(self) -> float | None:
         scored = self.passed + self.failed + self.errored
         return self.passed / scored if scored else None
@@ -91,7 +114,9 @@ class RunCase(models.Model):
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="cases")
     position = models.PositiveIntegerField()
-    source_case = models.ForeignKey("datasets.TestCase", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    source_case = models.ForeignKey(
+        "datasets.TestCase", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     case_id = models.CharField(max_length=100, blank=True)
     question = models.TextField()
     expected_answer = models.TextField(blank=True)
@@ -109,6 +134,7 @@ class RunCase(models.Model):
 class Result(models.Model):
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
+        QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
         PASS = "pass", "Pass"
         FAIL = "fail", "Fail"
@@ -116,6 +142,8 @@ class Result(models.Model):
         SKIPPED = "skipped", "Skipped"
 
     FINISHED_STATUSES = (Status.PASS, Status.FAIL, Status.ERROR)
+    # Queued (a task is on its way) and running (a worker claimed it) count against the run's window.
+    IN_FLIGHT_STATUSES = (Status.QUEUED, Status.RUNNING)
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
     case = models.ForeignKey(RunCase, on_delete=models.CASCADE, related_name="results")
@@ -123,6 +151,10 @@ class Result(models.Model):
     # 0 is the case as written; 1..n are smoke-test paraphrases of its question.
     variant = models.PositiveSmallIntegerField(default=0)
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    # The dispatch token: only the task message carrying it may claim the row, so a stale
+    # or duplicated message (a Redis redelivery, a reaper re-queue) finds nothing to do.
+    token = models.CharField(max_length=32, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
 
@@ -150,7 +182,9 @@ class Result(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["case", "repeat", "variant"], name="unique_result_per_case_repeat_variant"),
         ]
-        indexes = [models.Index(fields=["run", "status"]), models.Index(fields=["run", "finished_at"])]
+        # (run, status, id) serves the window refill: "the next pending result of this run"
+        # is one index probe, however many results the run has.
+        indexes = [models.Index(fields=["run", "status", "id"]), models.Index(fields=["run", "finished_at"])]
 
     def __str__(self) -> str:
         return f"Result {self.pk} ({self.status})"

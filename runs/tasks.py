@@ -1,6 +1,57 @@
+"""Celery entry points for runs: thin, idempotent, keyed by primary keys (STYLE.md "Celery")."""
+
+import logging
+
 from celery import shared_task
+from celery.signals import worker_init
+from django.db import InterfaceError, OperationalError
+
+logger = logging.getLogger(__name__)
+
+# A restarting database must not lose a case: retry with backoff, the claim is re-entrant.
+DATABASE_RETRY = {
+    "autoretry_for": (OperationalError, InterfaceError),
+    "retry_backoff": 2,
+    "retry_backoff_max": 60,
+    "retry_jitter": True,
+    "max_retries": 10,
+}
 
 
-@shared_task
+@shared_task(**DATABASE_RETRY)
+def run_execute_case(result_id: int, token: str) -> None:
+    from runs.services import run_execute_case
+
+    run_execute_case(result_id=result_id, token=token)
+
+
+@shared_task(**DATABASE_RETRY)
+def run_finish(run_id: int) -> None:
+    from runs.services import run_finish
+
+    run_finish(run_id=run_id)
+
+
+@shared_task(ignore_result=True)
 def run_reap() -> None:
-    """Re-queue stale work (filled in by the runs engine)."""
+    """Beat, every EVALSITE_REAPER_INTERVAL s: re-queue stale work, fill empty window slots."""
+    from runs.services import run_reap
+
+    run_reap()
+
+
+@worker_init.connect
+def _preload_litellm(**kwargs: object) -> None:
+    """Import litellm once in the worker's main process, before the pool forks.
+
+    The import takes seconds of CPU, and litellm's first completion imports more; done
+    lazily, every pool child pays that on its first case at the same moment and a run's
+    first window stalls. A mocked completion (no network) loads those modules too.
+    """
+    from evalsite import llm
+
+    litellm = llm._litellm()
+    try:
+        litellm.completion(model="openai/warm-up", messages=[{"role": "user", "content": "hi"}], mock_response="ok")
+    except Exception:  # a warm-up must never stop the worker from starting
+        logger.warning("litellm warm-up failed; the first cases will start slower", exc_info=True)

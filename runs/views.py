@@ -1,6 +1,399 @@
-# Temporary: replaced by the run pages.
-from django.http import HttpResponse
+"""Run pages: the runs tab (search, one poll for the list), the run page (live summary and
+result cards, filters, re-run), comparison, exports, plus start, stop and the signed
+document link for HTTP agents."""
+
+from __future__ import annotations
+
+from itertools import groupby
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core import signing
+from django.core.exceptions import ValidationError
+from django.http import FileResponse, Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect, trigger_client_event
+
+from agents.models import Agent
+from agents.selectors import agent_get_for_user
+from datasets.models import Dataset, Document
+from evalsite.http import AuthedRequest
+from runs import charts, engine, exporters, selectors, services
+from runs.comparison import run_compare
+from runs.forms import CompareForm, RerunForm, ResultViewForm
+from runs.models import Run
+
+RUNS_PER_PAGE = 30
+# The list poll refreshes at most this many cards (the active ones the page shows).
+POLL_MAX_RUNS = 100
 
 
-def run_list(request, agent_id):
-    return HttpResponse("runs")
+def _get_agent_for_user(request: AuthedRequest, agent_id: int) -> Agent:
+    return agent_get_for_user(user=request.user, agent_id=agent_id)
+
+
+def _get_run_for_user(request: AuthedRequest, agent_id: int, run_id: int) -> tuple[Agent, Run]:
+    agent = _get_agent_for_user(request, agent_id)
+    return agent, selectors.run_get(agent=agent, run_id=run_id)
+
+
+def _navigate(request: AuthedRequest, url: str) -> HttpResponse:
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def _is_partial(request: AuthedRequest) -> bool:
+    return bool(request.htmx) and not request.htmx.history_restore_request
+
+
+def _error(request: AuthedRequest, error: ValidationError, fallback: str) -> HttpResponse:
+    message = " ".join(error.messages)
+    if request.htmx:
+        return trigger_client_event(HttpResponse(status=422), "toast", {"message": message, "level": "error"})
+    messages.error(request, message)
+    return redirect(fallback)
+
+
+# ---- start and stop -----------------------------------------------------------------
+
+
+@login_required
+@require_POST
+def run_start(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
+    agent = _get_agent_for_user(request, agent_id)
+    dataset = get_object_or_404(Dataset, pk=dataset_id, agent=agent)
+    try:
+        run = services.run_start(
+            agent=agent, dataset=dataset, user=request.user, request_key=request.POST.get("request_key", "")
+        )
+    except ValidationError as error:
+        return _error(request, error, reverse("datasets:detail", args=[agent.pk, dataset.pk]))
+    messages.success(request, "Evaluation run started")
+    return _navigate(request, reverse("runs:detail", args=[agent.pk, run.pk]))
+
+
+@login_required
+@require_POST
+def run_stop(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
+    agent, run = _get_run_for_user(request, agent_id, run_id)
+    try:
+        services.run_stop(run=run)
+    except ValidationError as error:
+        messages.info(request, " ".join(error.messages))
+    else:
+        messages.success(request, "Run stopped. Finished results are kept.")
+    return _navigate(request, reverse("runs:detail", args=[agent.pk, run.pk]))
+
+
+@login_required
+@require_POST
+def run_rerun(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
+    agent, run = _get_run_for_user(request, agent_id, run_id)
+    run_url = reverse("runs:detail", args=[agent.pk, run.pk])
+    form = RerunForm(request.POST, agent=agent)
+    if not form.is_valid():
+        return _error(request, ValidationError("Pick one of this agent's versions."), run_url)
+    try:
+        child = services.run_rerun(
+            run=run,
+            user=request.user,
+            request_key=form.cleaned_data["request_key"],
+            version=form.cleaned_data["version"],
+        )
+    except ValidationError as error:
+        return _error(request, error, run_url)
+    cases = child.cases.count()
+    messages.success(request, f"Re-run started: {cases} failed or errored case{'s' if cases != 1 else ''} of run #{run.pk}.")
+    return _navigate(request, reverse("runs:detail", args=[agent.pk, child.pk]))
+
+
+# ---- the runs tab -----------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def run_list(request: AuthedRequest, agent_id: int) -> HttpResponse:
+    agent = _get_agent_for_user(request, agent_id)
+    query = request.GET.get("q", "").strip()[:120]
+    page = _positive_int(request.GET.get("page"), default=1)
+    offset = (page - 1) * RUNS_PER_PAGE
+    runs = list(selectors.run_list(agent=agent, query=query)[offset : offset + RUNS_PER_PAGE + 1])
+    has_more = len(runs) > RUNS_PER_PAGE
+    runs = runs[:RUNS_PER_PAGE]
+    context = {
+        "agent": agent,
+        "runs": runs,
+        "query": query,
+        "page": page,
+        "has_more": has_more,
+        "has_any": bool(runs) or (bool(query) and Run.objects.filter(agent=agent).exists()),
+        "poll_url": _list_poll_url(agent, runs, query, newest=page == 1),
+        "now": timezone.now(),
+    }
+    template = "runs/run_list.html#cards" if _is_partial(request) else "runs/run_list.html"
+    return render(request, template, context)
+
+
+@login_required
+@require_GET
+def run_list_poll(request: AuthedRequest, agent_id: int) -> HttpResponse:
+    """One poll for the whole list: the active cards it names, refreshed, and runs started
+    since (prepended); 286 once none of them is active."""
+    agent = _get_agent_for_user(request, agent_id)
+    query = request.GET.get("q", "").strip()[:120]
+    ids = _int_list(request.GET.get("ids", ""))[:POLL_MAX_RUNS]
+    runs = selectors.run_list(agent=agent)
+    updated = list(runs.filter(pk__in=ids)) if ids else []
+    newest = request.GET.get("newest", "")
+    fresh = (
+        list(selectors.run_list(agent=agent, query=query).filter(pk__gt=int(newest))[:RUNS_PER_PAGE])
+        if newest.isdigit()
+        else []
+    )
+    shown = fresh + updated
+    poll_url = _list_poll_url(agent, shown, query, newest=newest.isdigit(), newest_id=int(newest or 0))
+    context = {"agent": agent, "updated": updated, "fresh": fresh, "poll_url": poll_url, "now": timezone.now()}
+    status = 200 if poll_url else HTMX_STOP_POLLING
+    return render(request, "runs/partials/run_list_poll.html", context, status=status)
+
+
+def _list_poll_url(agent: Agent, runs: list[Run], query: str, *, newest: bool, newest_id: int = 0) -> str:
+    """The list poll's URL while any card shown is active, else "" (no polling)."""
+    active = [run.pk for run in runs if run.is_active]
+    if not active:
+        return ""
+    params = {"ids": ",".join(map(str, active))}
+    if newest:
+        params["newest"] = str(max([newest_id, *(run.pk for run in runs)]))
+    if query:
+        params["q"] = query
+    return f"{reverse('runs:list_poll', args=[agent.pk])}?{urlencode(params)}"
+
+
+# ---- the run page ---------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def run_detail(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
+    """The run page. Its htmx variant is the live poll: the summary, the cards of cases
+    finished since the page's cursor, and the filter counts; 286 once the run settled."""
+    agent, run = _get_run_for_user(request, agent_id, run_id)
+    view = ResultViewForm(request.GET).view()
+    if _is_partial(request):
+        return _live(request, agent, run, view)
+    outcomes = selectors.case_outcome_list(run=run, with_tags=True)
+    context = {
+        **_results_context(agent, run, outcomes, view),
+        **_summary_context(run),
+        **_charts_context(run, outcomes),
+        "parent": run.parent,
+        "related": list(selectors.run_related_list(run=run)[:10]),
+        "compare_with": selectors.run_compare_candidates(run=run).filter(created_at__lt=run.created_at).first()
+        or selectors.run_compare_candidates(run=run).first(),
+        "rerun_form": RerunForm(agent=agent),
+    }
+    return render(request, "runs/run_detail.html", context)
+
+
+def _live(request: AuthedRequest, agent: Agent, run: Run, view: dict[str, Any]) -> HttpResponse:
+    outcomes = selectors.case_outcome_list(run=run, with_tags=False)
+    seen = selectors.seen_decode(view["seen"])
+    fresh = [o for o in outcomes if o.done and o.position not in seen]
+    if view["sort"] == "position":  # sorted views are snapshots: nothing is filled in live
+        in_range = [o for o in fresh if view["upto"] is None or o.position < view["upto"]]
+    else:
+        in_range = []
+    shown = [o for o in in_range if o.matches(view["filter"])]
+    settled = not run.is_active and not run.summary_pending
+    context = {
+        "agent": agent,
+        "run": run,
+        "view": view,
+        "cards": selectors.case_card_list(run=run, outcomes=shown),
+        "removed": [o.position for o in in_range if not o.matches(view["filter"])],
+        "counts": selectors.case_filter_counts(outcomes),
+        "seen": selectors.seen_encode({o.position for o in outcomes if o.done}),
+        "settled": settled,
+        "oob": True,
+        **_summary_context(run),
+    }
+    if settled or (fresh and not run.is_active):
+        context.update(_charts_context(run, selectors.case_outcome_list(run=run, with_tags=True)))
+    return render(request, "runs/partials/run_live.html", context, status=HTMX_STOP_POLLING if settled else 200)
+
+
+@login_required
+@require_GET
+def run_results(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
+    """The result list for another filter or order (htmx), or the next page of cards."""
+    agent, run = _get_run_for_user(request, agent_id, run_id)
+    if not _is_partial(request):
+        query = request.GET.urlencode()
+        return redirect(reverse("runs:detail", args=[agent.pk, run.pk]) + (f"?{query}" if query else "") + "#results")
+    view = ResultViewForm(request.GET).view()
+    outcomes = selectors.case_outcome_list(run=run)
+    context = _results_context(agent, run, outcomes, view)
+    more = "after" in request.GET or "offset" in request.GET
+    template = "runs/partials/result_more.html" if more else "runs/partials/result_list.html"
+    return render(request, template, context)
+
+
+def _results_context(agent: Agent, run: Run, outcomes: list, view: dict[str, Any]) -> dict[str, Any]:
+    page = selectors.case_page(
+        outcomes, filter_name=view["filter"], sort=view["sort"], after=view["after"], offset=view["offset"]
+    )
+    cards = {card.outcome.case_pk: card for card in selectors.case_card_list(run=run, outcomes=page.outcomes)}
+    base = {"filter": view["filter"], "sort": view["sort"]}
+    more_params = {**base, "after": page.next_after} if page.next_after is not None else {**base, "offset": page.next_offset}
+    live = run.is_active or run.summary_pending
+    return {
+        "agent": agent,
+        "run": run,
+        "view": view,
+        # Cards for finished cases, empty slots (filled by the poll) for the rest.
+        "items": [(outcome, cards.get(outcome.case_pk)) for outcome in page.outcomes],
+        "counts": selectors.case_filter_counts(outcomes),
+        "filters": selectors.FILTERS,
+        "sorts": selectors.SORTS,
+        "has_more": page.next_after is not None or page.next_offset is not None,
+        "more_query": urlencode(more_params),
+        "upto": page.upto if view["sort"] == "position" else None,
+        "seen": selectors.seen_encode({o.position for o in outcomes if o.done}),
+        "live": live,
+        "first_page": not view["after"] and not view["offset"],
+        "case_total": len(outcomes),
+    }
+
+
+def _summary_context(run: Run) -> dict[str, Any]:
+    return {
+        "duration": selectors.run_duration_seconds(run, now=timezone.now()),
+        "repeats": int(run.scoring.get("number_of_requests") or 1),
+        "threshold": run.scoring.get("pass_threshold", 7),
+    }
+
+
+def _charts_context(run: Run, outcomes: list) -> dict[str, Any]:
+    threshold = run.scoring.get("pass_threshold", 7)
+    return {
+        "histogram": charts.score_histogram(selectors.run_scores(run=run), threshold=threshold),
+        "tag_chart": charts.tag_pass_rates(outcomes),
+        "charts_ready": True,
+    }
+
+
+# ---- comparison -------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def run_compare_view(request: AuthedRequest, agent_id: int) -> HttpResponse:
+    agent = _get_agent_for_user(request, agent_id)
+    form = CompareForm(request.GET or None, agent=agent)
+    comparison = run_compare(a=form.cleaned_data["a"], b=form.cleaned_data["b"]) if form.is_valid() else None
+    runs = list(selectors.run_list(agent=agent)[:300])
+    context = {
+        "agent": agent,
+        "form": form,
+        "comparison": comparison,
+        "run_groups": [(name, list(group)) for name, group in groupby(sorted(runs, key=_dataset_key), key=_dataset_label)],
+        "selected_a": _selected(form, "a"),
+        "selected_b": _selected(form, "b"),
+    }
+    template = "runs/run_compare.html#body" if _is_partial(request) else "runs/run_compare.html"
+    return render(request, template, context)
+
+
+def _dataset_key(run: Run) -> tuple[str, int]:
+    return (run.dataset_name.lower(), -run.pk)
+
+
+def _dataset_label(run: Run) -> str:
+    return run.dataset_name
+
+
+def _selected(form: CompareForm, name: str) -> str:
+    return str(form.data.get(name, "")) if form.is_bound else ""
+
+
+# ---- exports ------------------------------------------------------------------------
+
+
+def _download(content: bytes | str, content_type: str, filename: str) -> HttpResponse:
+    response = HttpResponse(content, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@login_required
+@require_GET
+def export_json(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
+    _, run = _get_run_for_user(request, agent_id, run_id)
+    return _download(exporters.run_export_json(run), "application/json", exporters.export_filename(run, "json"))
+
+
+@login_required
+@require_GET
+def export_csv(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
+    _, run = _get_run_for_user(request, agent_id, run_id)
+    # A byte-order mark, so spreadsheet programs read the file as UTF-8.
+    content = "\ufeff" + exporters.run_export_csv(run)
+    return _download(content, "text/csv; charset=utf-8", exporters.export_filename(run, "csv"))
+
+
+@login_required
+@require_GET
+def export_xlsx(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
+    _, run = _get_run_for_user(request, agent_id, run_id)
+    content_type = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+    return _download(exporters.run_export_xlsx(run), content_type, exporters.export_filename(run, "xlsx"))
+
+
+@login_required
+@require_GET
+def export_html(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
+    _, run = _get_run_for_user(request, agent_id, run_id)
+    return _download(exporters.run_export_html(run), "text/html; charset=utf-8", exporters.export_filename(run, "html"))
+
+
+# ---- documents for HTTP agents ------------------------------------------------------------
+
+
+@never_cache
+@require_GET
+def document_signed(request: AuthedRequest, agent_id: int, token: str) -> HttpResponse:
+    """A case document for an HTTP agent: no login, but a signed link that expires
+    (EVALSITE_DOCUMENT_URL_TTL) and names the run it was made for."""
+    try:
+        claims = engine.document_token_load(token)
+    except signing.SignatureExpired:
+        return HttpResponse("This document link has expired.", status=410, content_type="text/plain")
+    except signing.BadSignature:
+        return HttpResponse("This document link is not valid.", status=403, content_type="text/plain")
+    run = Run.objects.select_related("agent").filter(pk=claims.get("r"), agent_id=agent_id).first()
+    document = Document.objects.filter(pk=claims.get("d")).first()
+    if run is None or document is None or document.team_id != run.agent.team_id or not document.file:
+        raise Http404("No such document")
+    try:
+        handle = document.file.open("rb")
+    except FileNotFoundError as exc:
+        raise Http404("The document's file is gone") from exc
+    # Always a download, never rendered on our origin (RELIABILITY.md check 8).
+    return FileResponse(handle, as_attachment=True, filename=document.original_name)
+
+
+# ---- helpers -------------------------------------------------------------------------
+
+
+def _positive_int(value: str | None, *, default: int) -> int:
+    return int(value) if value and value.isdigit() and int(value) > 0 else default
+
+
+def _int_list(value: str) -> list[int]:
+    return [int(part) for part in value.split(",") if part.strip().isdigit()]

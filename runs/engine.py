@@ -1,0 +1,209 @@
+"""Work on one claimed result: ask the agent (every turn), then score. No database writes here.
+
+The services claim the result before calling `execute` and save the Outcome after it,
+in one transaction with the run's counters.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.core import signing
+from django.urls import reverse
+
+from agents.adapters import AgentConfigError, AgentError, AgentReply, AgentRequest, DocumentRef, adapter_for
+from agents.models import Agent, AgentVersion
+from datasets.models import Document
+from evalsite import llm
+from runs.models import Result, Run, RunCase
+from runs.scoring import Evaluation, JudgeError, score_case
+
+DOCUMENT_SALT = "runs.document"
+PARAPHRASE_STYLES = (
+    "as a hurried customer typing on a phone, short and informal",
+    "formally and politely, with a sentence of background first",
+    "indirectly, describing the situation instead of asking outright",
+    "with a typo or two and no punctuation, as people really type",
+    "as a non-native English speaker, in simple words",
+    "in one long sentence that also mentions an unrelated detail",
+    "as a follow-up from someone who is slightly annoyed",
+    "as briefly as possible, in under ten words",
+    "by asking what would happen in a concrete example situation",
+    "as a manager asking on behalf of their team",
+)
+
+
+@dataclass
+class Outcome:
+    status: str  # Result.Status: pass | fail | error
+    question: str
+    actual_answer: str = ""
+    conversation: list[dict[str, str]] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    retrieval_context: list[str] = field(default_factory=list)
+    trace_id: str = ""
+    score: float | None = None
+    verdict: str = ""
+    reasoning: str = ""
+    error: str = ""
+    scorers: list[dict[str, Any]] = field(default_factory=list)
+    agent_tokens: int = 0
+    agent_cost: float = 0.0
+    judge_tokens: int = 0
+    judge_cost: float = 0.0
+    duration_ms: int = 0
+
+
+def execute(result: Result, run: Run, version: AgentVersion) -> Outcome:
+    """Ask and score one result. AgentConfigError (the version can't run at all) propagates."""
+    started = time.monotonic()
+    case = result.case
+    trace: dict[str, str | int] = {"run": run.pk, "case": result.pk}
+    adapter = adapter_for(version)
+    adapter.check()
+    outcome = Outcome(status=Result.Status.ERROR, question=result.question or case.question)
+    try:
+        if result.variant:
+            outcome.question = _paraphrase(case, result.variant, outcome, trace)
+        reply = _converse(adapter, case, run, outcome, trace)
+    except AgentConfigError:
+        raise
+    except (AgentError, llm.LLMError) as error:
+        outcome.error = error.message
+    else:
+        outcome.actual_answer = reply.answer
+        outcome.trace_id = reply.trace_id
+        _score(outcome, case, run, trace)
+    outcome.duration_ms = int((time.monotonic() - started) * 1000)
+    return outcome
+
+
+def _converse(adapter: Any, case: RunCase, run: Run, outcome: Outcome, trace: dict[str, str | int]) -> AgentReply:
+    """Send each user turn in order with the conversation so far, the question last.
+
+    A multi-turn case's `turns` are the user turns before the question (datasets.models.TestCase).
+    """
+    data = case.data
+    earlier = [turn.get("user", "") for turn in data.get("turns") or [] if turn.get("user")]
+    user_turns = [*earlier, outcome.question]
+    documents = _documents(case, run)
+    conversation: list[dict[str, str]] = []
+    reply = AgentReply(answer="")
+    for text in user_turns:
+        request = AgentRequest(
+            question=text,
+            conversation=list(conversation),
+            documents=documents,
+            document_context=data.get("document_context", ""),
+            case_id=case.case_id or str(case.position + 1),
+            run_id=run.pk,
+            trace=trace,
+        )
+        reply = adapter.ask(request)
+        outcome.agent_tokens += reply.tokens
+        outcome.agent_cost += reply.cost
+        outcome.tool_calls += reply.tool_calls
+        outcome.retrieval_context += [item for item in reply.retrieval_context if item not in outcome.retrieval_context]
+        conversation += [{"role": "user", "content": text}, {"role": "assistant", "content": reply.answer}]
+    if earlier:
+        outcome.conversation = conversation
+    return reply
+
+
+def _score(outcome: Outcome, case: RunCase, run: Run, trace: dict[str, str | int]) -> None:
+    data = case.data
+    evaluation = Evaluation(
+        question=outcome.question,
+        answer=outcome.actual_answer,
+        expected_answer=case.expected_answer,
+        conversation=outcome.conversation,
+        expected_turns=[turn.get("expected", "") for turn in data.get("turns") or [] if turn.get("user")],
+        document_context=_judge_context(case),
+        guideline=data.get("judge_guideline", ""),
+        tool_calls=outcome.tool_calls,
+        expected_tools=data.get("expected_tools") or [],
+        trajectory_mode=data.get("trajectory_mode") or "strict",
+        check_tool_args=bool(data.get("check_tool_args")),
+        retrieval_context=outcome.retrieval_context,
+        expected_context=data.get("expected_context") or [],
+    )
+    try:
+        scored = score_case(
+            evaluation=evaluation, scoring=run.scoring, offline=run.scorer == Run.Scorer.OFFLINE, trace=trace
+        )
+    except JudgeError as error:
+        outcome.error = error.message
+        outcome.judge_tokens += error.tokens
+        outcome.judge_cost += error.cost
+        return
+    outcome.status = Result.Status.PASS if scored.passed else Result.Status.FAIL
+    outcome.score, outcome.verdict, outcome.reasoning = scored.score, scored.verdict, scored.reasoning
+    outcome.scorers = scored.scorers
+    outcome.judge_tokens += scored.tokens
+    outcome.judge_cost += scored.cost
+
+
+def _paraphrase(case: RunCase, variant: int, outcome: Outcome, trace: dict[str, str | int]) -> str:
+    """A smoke-test variant: the question (a multi-turn case's last turn) reworded in its own style."""
+    data = case.data
+    original = case.question
+    style = PARAPHRASE_STYLES[(variant - 1) % len(PARAPHRASE_STYLES)]
+    guidance = (data.get("smoke_guidance") or "").strip()
+    prompt = (
+        "Rewrite the user's question so that it asks for exactly the same thing in different words, "
+        f"{style}. Keep every name, number and condition. Reply with the rewritten question only."
+        + (f"\nFollow this guidance too: {guidance}" if guidance else "")
+    )
+    result = llm.complete(
+        [{"role": "system", "content": prompt}, {"role": "user", "content": original}],
+        task="paraphrase",
+        temperature=0.9,
+        trace=trace,
+    )
+    outcome.judge_tokens += result.prompt_tokens + result.completion_tokens
+    outcome.judge_cost += result.cost
+    text = result.text.strip().strip('"').strip()
+    return text or original
+
+
+# ---- documents --------------------------------------------------------------------------
+
+
+def _documents(case: RunCase, run: Run) -> list[DocumentRef]:
+    """Signed short-lived links for http agents; extracted text for agents the console runs itself."""
+    refs = case.data.get("documents") or []
+    if not refs:
+        return []
+    if run.agent.kind == Agent.Kind.HTTP:
+        return [DocumentRef(name=ref["name"], url=document_url(run, ref["id"])) for ref in refs]
+    return [DocumentRef(name=ref["name"], text=document_text(ref["id"])) for ref in refs]
+
+
+def document_url(run: Run, document_id: int) -> str:
+    token = signing.dumps({"r": run.pk, "d": document_id}, salt=DOCUMENT_SALT, compress=True)
+    path = reverse("runs:document_signed", kwargs={"agent_id": run.agent_id, "token": token})
+    return f"{settings.SITE_URL}{path}"
+
+
+def document_token_load(token: str) -> dict[str, int]:
+    """The {"r": run id, "d": document id} a link was signed for; raises signing.BadSignature when forged or expired."""
+    return signing.loads(token, salt=DOCUMENT_SALT, max_age=settings.EVALSITE_DOCUMENT_URL_TTL)
+
+
+@functools.lru_cache(maxsize=32)
+def document_text(document_id: int) -> str:
+    # A document's text is final once its dataset is Ready, so a worker reads it once.
+    return Document.objects.filter(pk=document_id).values_list("text", flat=True).first() or ""
+
+
+def _judge_context(case: RunCase) -> str:
+    parts = [case.data.get("document_context", "")]
+    for ref in case.data.get("documents") or []:
+        text = document_text(ref["id"])
+        if text:
+            parts.append(f"{ref['name']}:\n{text}")
+    return "\n\n".join(part for part in parts if part).strip()

@@ -1,0 +1,84 @@
+"""Input validation for the run pages (the views hand cleaned data to services and selectors)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from agents.models import Agent, AgentVersion
+from runs.models import Run
+from runs.selectors import FILTERS, SORTS
+
+
+class RerunForm(forms.Form):
+    """Re-run failed and errored cases, with the run's agent version or another one."""
+
+    version = forms.ModelChoiceField(
+        queryset=AgentVersion.objects.none(),
+        required=False,
+        empty_label="The run's own version",
+        label="Agent version",
+    )
+    request_key = forms.CharField(required=False, max_length=64)
+
+    def __init__(self, *args: Any, agent: Agent, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["version"]
+        assert isinstance(field, forms.ModelChoiceField)
+        field.queryset = agent.versions.order_by("-number")
+        field.label_from_instance = lambda version: (  # type: ignore[method-assign]
+            f"Version {version.number}" + (" (current)" if version.pk == agent.current_version_id else "")
+        )
+
+
+class ResultViewForm(forms.Form):
+    """The result list's filter, order and page; anything unknown falls back to the default."""
+
+    filter = forms.ChoiceField(choices=list(FILTERS.items()), required=False)
+    sort = forms.ChoiceField(choices=list(SORTS.items()), required=False)
+    after = forms.IntegerField(min_value=0, required=False)
+    offset = forms.IntegerField(min_value=0, required=False)
+    upto = forms.IntegerField(min_value=0, required=False)
+    seen = forms.CharField(required=False, max_length=20_000)
+
+    def view(self) -> dict[str, Any]:
+        data = self.cleaned_data if self.is_valid() else {}
+        return {
+            "filter": data.get("filter") or "all",
+            "sort": data.get("sort") or "position",
+            "after": data.get("after") or 0,
+            "offset": data.get("offset") or 0,
+            "upto": data.get("upto"),
+            "seen": data.get("seen") or "",
+        }
+
+
+class CompareForm(forms.Form):
+    """Two runs of the agent: A (before) and B (after)."""
+
+    a = forms.ModelChoiceField(queryset=Run.objects.none(), label="Before (A)")
+    b = forms.ModelChoiceField(queryset=Run.objects.none(), label="After (B)")
+
+    def __init__(self, *args: Any, agent: Agent, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        runs = Run.objects.filter(agent=agent).select_related("agent_version")
+        for name in ("a", "b"):
+            field = self.fields[name]
+            assert isinstance(field, forms.ModelChoiceField)
+            field.queryset = runs
+            field.error_messages["invalid_choice"] = "Pick a run of this agent."
+
+    def clean(self) -> dict[str, Any]:
+        from runs.comparison import runs_share_dataset
+
+        data = super().clean() or {}
+        a, b = data.get("a"), data.get("b")
+        if a and b and a.pk == b.pk:
+            raise forms.ValidationError("Pick two different runs.")
+        if a and b and not runs_share_dataset(a, b):
+            raise forms.ValidationError(
+                f"Run #{a.pk} is of “{a.dataset_name}” and run #{b.pk} of “{b.dataset_name}”: "
+                "pick two runs of the same dataset."
+            )
+        return data

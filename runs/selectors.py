@@ -1,0 +1,331 @@
+"""Reads shared by the run pages, the exports, the CLI and the API.
+
+The run page works per case, not per result: a case may have several results (repeats,
+smoke-test variants), and its card, its filter (passed, failed, error, flaky) and its
+place in the comparison come from all of them. `case_outcome_list` derives every case's
+outcome from one narrow query over the run's results, so a page or a poll costs the
+same number of queries whether the run has 10 results or 10,000.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Q, QuerySet
+from django.shortcuts import get_object_or_404
+
+from agents.models import Agent
+from runs.models import Result, Run, RunCase
+
+# Case-level statuses. A case passes only when every repeat passed; otherwise the worst
+# finished status wins (error over fail), as in suggestions.services.case_outcomes.
+CASE_PASS, CASE_FAIL, CASE_ERROR = "pass", "fail", "error"
+CASE_SKIPPED = "skipped"  # no repeat ran (the run was stopped or failed first)
+CASE_PENDING = "pending"  # something of the case is still to run
+_RANK = {Result.Status.PASS: 0, Result.Status.FAIL: 1, Result.Status.ERROR: 2}
+_UNFINISHED = (Result.Status.PENDING, *Result.IN_FLIGHT_STATUSES)
+
+FILTERS = {
+    "all": "All",
+    "passed": "Passed",
+    "failed": "Failed",
+    "error": "Error",
+    "flaky": "Flaky",
+}
+SORTS = {
+    "position": "Case order",
+    "score": "Lowest score first",
+    "-score": "Highest score first",
+    "duration": "Slowest first",
+}
+CARDS_PER_PAGE = 100
+
+
+# ---- runs ------------------------------------------------------------------------
+
+
+def run_list(*, agent: Agent, query: str = "") -> QuerySet[Run]:
+    """The agent's runs, newest first; `query` matches the dataset name or a status."""
+    runs = Run.objects.filter(agent=agent).select_related("agent_version", "created_by")
+    query = query.strip()
+    if query:
+        statuses = [value for value, label in Run.Status.choices if label.lower().startswith(query.lower())]
+        runs = runs.filter(Q(dataset_name__icontains=query) | Q(status__in=statuses))
+    return runs
+
+
+def run_get(*, agent: Agent, run_id: int) -> Run:
+    """The agent's run, or 404."""
+    return get_object_or_404(run_list(agent=agent), pk=run_id)
+
+
+def run_get_for_user(*, user: AbstractBaseUser | AnonymousUser, run_id: int) -> Run:
+    """A run of any agent of the user's teams, or 404 (never 403: outsiders learn nothing)."""
+    runs = Run.objects.filter(agent__team__memberships__user=user).select_related("agent", "agent_version")
+    return get_object_or_404(runs, pk=run_id)
+
+
+def run_duration_seconds(run: Run, now: datetime | None = None) -> float | None:
+    """From the first case started (or creation) to the end, or to `now` while it runs."""
+    start = run.started_at or run.created_at
+    end = run.finished_at or now
+    if start is None or end is None:
+        return None
+    return max(0.0, (end - start).total_seconds())
+
+
+def run_related_list(*, run: Run) -> QuerySet[Run]:
+    """Runs made from this one (re-runs and verifications), newest first."""
+    return Run.objects.filter(parent=run).select_related("agent_version").order_by("-created_at", "-id")
+
+
+def run_compare_candidates(*, run: Run) -> QuerySet[Run]:
+    """Other runs of the same dataset, to compare with (newest first)."""
+    if run.dataset_id is None:
+        return Run.objects.none()
+    return Run.objects.filter(agent_id=run.agent_id, dataset_id=run.dataset_id).exclude(pk=run.pk)
+
+
+def run_main_total(*, run: Run) -> int:
+    """How many results count in the pass rate: every repeat of every case, variants excluded."""
+    return Result.objects.filter(run=run, variant=0).count()
+
+
+def result_list(*, run: Run) -> QuerySet[Result]:
+    """Every result of the run in case order, with its case (one query, no N+1)."""
+    return Result.objects.filter(run=run).select_related("case").order_by("case__position", "repeat", "variant")
+
+
+# ---- cases: outcomes, filters, pages ---------------------------------------------
+
+
+@dataclass
+class CaseOutcome:
+    """One case of a run, summarised from its results."""
+
+    case_pk: int
+    position: int
+    status: str = CASE_PENDING
+    done: bool = False
+    flaky: bool = False
+    score: float | None = None
+    duration_ms: int | None = None
+    tags: list[str] = field(default_factory=list)
+
+    @property
+    def number(self) -> int:
+        return self.position + 1
+
+    def matches(self, name: str) -> bool:
+        if name == "passed":
+            return self.status == CASE_PASS
+        if name == "failed":
+            return self.status == CASE_FAIL
+        if name == "error":
+            return self.status == CASE_ERROR
+        if name == "flaky":
+            return self.flaky
+        return True
+
+
+def case_outcome_list(*, run: Run, with_tags: bool = False) -> list[CaseOutcome]:
+    """Every case of the run with its outcome, in case order: one query (two with tags)."""
+    rows = (
+        Result.objects.filter(run=run)
+        .order_by()
+        .values_list("case_id", "case__position", "variant", "status", "score", "duration_ms")
+    )
+    grouped: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
+    positions: dict[int, int] = {}
+    for case_pk, position, *rest in rows:
+        grouped[case_pk].append(tuple(rest))
+        positions[case_pk] = position
+    tags: dict[int, list[str]] = {}
+    if with_tags:
+        tags = {pk: list(data.get("tags") or []) for pk, data in RunCase.objects.filter(run=run).values_list("id", "data")}
+    outcomes = [_outcome(pk, positions[pk], grouped[pk], tags.get(pk, [])) for pk in grouped]
+    outcomes.sort(key=lambda outcome: outcome.position)
+    return outcomes
+
+
+def _outcome(case_pk: int, position: int, rows: list[tuple[Any, ...]], tags: list[str]) -> CaseOutcome:
+    outcome = CaseOutcome(case_pk=case_pk, position=position, tags=[str(tag) for tag in tags])
+    outcome.done = not any(status in _UNFINISHED for _, status, _, _ in rows)
+    finished = [(status, score, ms) for variant, status, score, ms in rows if variant == 0 and status in _RANK]
+    if not outcome.done:
+        outcome.status = CASE_PENDING
+    elif not finished:
+        outcome.status = CASE_SKIPPED
+    else:
+        outcome.status = max((status for status, _, _ in finished), key=_RANK.__getitem__)
+    statuses = {status for status, _, _ in finished}
+    outcome.flaky = len(statuses) > 1
+    scores = [score for _, score, _ in finished if score is not None]
+    durations = [ms for _, _, ms in finished if ms is not None]
+    outcome.score = round(sum(scores) / len(scores), 1) if scores else None
+    outcome.duration_ms = round(sum(durations) / len(durations)) if durations else None
+    return outcome
+
+
+def case_filter_counts(outcomes: list[CaseOutcome]) -> dict[str, int]:
+    return {name: sum(1 for outcome in outcomes if outcome.matches(name)) for name in FILTERS}
+
+
+@dataclass
+class CasePage:
+    """The cases one request shows, and how to ask for the rest."""
+
+    outcomes: list[CaseOutcome]
+    # Position order: cases are paged by position, so cards can be filled in place as they
+    # finish; `next_after` is the first position of the next page. Other orders page by offset.
+    next_after: int | None = None
+    next_offset: int | None = None
+    # The positions this page and the ones before it cover (live updates stop there).
+    upto: int | None = None
+
+
+def case_page(
+    outcomes: list[CaseOutcome], *, filter_name: str, sort: str, after: int = 0, offset: int = 0
+) -> CasePage:
+    """One page of cards. In case order, cases still running are kept as empty slots so
+    a poll can fill them in place; sorted views show finished cases only."""
+    if sort == "position":
+        chosen = [o for o in outcomes if o.position >= after and (not o.done or o.matches(filter_name))]
+        page = chosen[:CARDS_PER_PAGE]
+        more = len(chosen) > CARDS_PER_PAGE
+        upto = page[-1].position + 1 if more else None
+        return CasePage(page, next_after=upto, upto=upto)
+    chosen = [o for o in outcomes if o.done and o.status != CASE_SKIPPED and o.matches(filter_name)]
+    chosen.sort(key=_sort_key(sort))
+    page = chosen[offset : offset + CARDS_PER_PAGE]
+    more = len(chosen) > offset + CARDS_PER_PAGE
+    return CasePage(page, next_offset=offset + CARDS_PER_PAGE if more else None)
+
+
+def _sort_key(sort: str) -> Any:
+    missing = float("inf")
+    if sort == "score":
+        return lambda o: (o.score if o.score is not None else -1.0, o.position)
+    if sort == "-score":
+        return lambda o: (-(o.score if o.score is not None else -1.0), o.position)
+    return lambda o: (-(o.duration_ms if o.duration_ms is not None else -missing), o.position)
+
+
+@dataclass
+class CaseCard:
+    """Everything one result card shows."""
+
+    case: RunCase
+    outcome: CaseOutcome
+    attempts: list[Result]  # the case as written, one per repeat
+    variants: list[Result]  # smoke-test paraphrases
+
+    @property
+    def primary(self) -> Result | None:
+        return self.attempts[0] if self.attempts else None
+
+    @property
+    def spread(self) -> float | None:
+        scores = [r.score for r in self.attempts if r.score is not None and r.is_finished]
+        return round(max(scores) - min(scores), 1) if len(scores) > 1 else None
+
+    @property
+    def documents(self) -> list[dict[str, Any]]:
+        """The snapshot's documents, shaped for datasets/partials/document_chip.html."""
+        return [
+            {"pk": doc.get("id"), "original_name": doc.get("name") or "document", "file_type": doc.get("file_type", "")}
+            for doc in self.case.data.get("documents") or []
+        ]
+
+    @property
+    def source_case(self) -> dict[str, Any] | None:
+        return {"pk": self.case.source_case_id} if self.case.source_case_id else None
+
+    @property
+    def tags(self) -> list[str]:
+        return [str(tag) for tag in self.case.data.get("tags") or []]
+
+    @property
+    def earlier_turns(self) -> list[dict[str, str]]:
+        """A multi-turn case's exchange before its last question, as the agent saw it."""
+        primary = self.primary
+        conversation = list(primary.conversation) if primary and primary.conversation else []
+        return conversation[:-2] if len(conversation) >= 2 else conversation
+
+    @property
+    def variants_passed(self) -> int:
+        return sum(1 for r in self.variants if r.status == Result.Status.PASS)
+
+    @property
+    def variants_run(self) -> int:
+        return sum(1 for r in self.variants if r.is_finished)
+
+
+def case_card_list(*, run: Run, outcomes: list[CaseOutcome]) -> list[CaseCard]:
+    """Cards for these cases (finished ones; slots need none): two queries however many."""
+    wanted = [outcome for outcome in outcomes if outcome.done]
+    if not wanted:
+        return []
+    pks = [outcome.case_pk for outcome in wanted]
+    cases = {case.pk: case for case in RunCase.objects.filter(run=run, pk__in=pks)}
+    results: dict[int, list[Result]] = defaultdict(list)
+    for result in Result.objects.filter(run=run, case_id__in=pks).order_by("case_id", "variant", "repeat"):
+        results[result.case_id].append(result)
+    cards = []
+    for outcome in wanted:
+        rows = results[outcome.case_pk]
+        cards.append(
+            CaseCard(
+                case=cases[outcome.case_pk],
+                outcome=outcome,
+                attempts=[r for r in rows if r.variant == 0],
+                variants=[r for r in rows if r.variant > 0],
+            )
+        )
+    return cards
+
+
+# ---- the poll's cursor: which cases the page already shows finished ----------------
+
+
+def seen_encode(positions: set[int] | list[int]) -> str:
+    """A bitmap of case positions, URL-safe: 1,000 cases take 168 characters.
+
+    The run page sends it with each poll. A cursor on finished_at would be smaller but
+    not exact: a worker stamps finished_at before its transaction commits, so a case can
+    become visible with an older timestamp than one already shown, and be missed.
+    """
+    if not positions:
+        return ""
+    bits = bytearray(max(positions) // 8 + 1)
+    for position in positions:
+        bits[position // 8] |= 1 << (position % 8)
+    return base64.urlsafe_b64encode(bytes(bits)).decode().rstrip("=")
+
+
+def seen_decode(value: str) -> set[int]:
+    value = (value or "").strip()[:20_000]
+    if not value:
+        return set()
+    try:
+        bits = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+    except ValueError:
+        return set()
+    return {index * 8 + bit for index, byte in enumerate(bits) for bit in range(8) if byte >> bit & 1}
+
+
+# ---- charts' data ------------------------------------------------------------------
+
+
+def run_scores(*, run: Run) -> list[float]:
+    """The scores of the finished results of the cases as written (variants excluded)."""
+    return list(
+        Result.objects.filter(run=run, variant=0, score__isnull=False, status__in=Result.FINISHED_STATUSES)
+        .order_by()
+        .values_list("score", flat=True)
+    )

@@ -1,0 +1,31 @@
+"""Run services: start (snapshot + first window), execute one case, stop, fail, finish, reap, re-run.
+
+How a run moves (ARCHITECTURE.md "Runs"):
+- run_start copies the dataset into RunCase rows and pre-creates one pending Result per
+  (case, repeat, variant), then queues the first `concurrency` of them.
+- A queued result carries a fresh token; its task claims it with a conditional UPDATE
+  (queued -> running, same token), does the work, and saves it in one transaction with
+  the run's counters. That transaction also refills the window: it locks the run row,
+  counts the results in flight and queues the next pending ones. So at most
+  `concurrency` results of a run are ever queued or running, and each is scored once.
+- A running case refreshes its claim (a heartbeat thread). The reaper (beat, every
+  EVALSITE_REAPER_INTERVAL s) re-queues claims not refreshed for EVALSITE_STALE_CLAIM_SECONDS
+  (their worker was killed), queued results whose message never arrived (Redis lost it),
+  and fills missing window slots.
+"""
+
+from runs.services.execution import MAX_CASE_ATTEMPTS, run_execute_case
+from runs.services.lifecycle import run_fail, run_finish, run_stop
+from runs.services.reaper import run_reap
+from runs.services.start import run_rerun, run_start
+
+__all__ = [
+    "MAX_CASE_ATTEMPTS",
+    "run_execute_case",
+    "run_fail",
+    "run_finish",
+    "run_reap",
+    "run_rerun",
+    "run_start",
+    "run_stop",
+]

@@ -1,0 +1,61 @@
+"""The window's plumbing: queue pending results into free slots, send task messages after commit."""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+
+from django.db import transaction
+from django.utils import timezone
+
+from runs.models import Result, Run
+
+UNFINISHED = (Result.Status.PENDING, *Result.IN_FLIGHT_STATUSES)
+
+
+def fill_window(run: Run) -> tuple[int, int]:
+    """Queue pending results into free slots: (queued now, in flight before).
+
+    Callers hold the run row (select_for_update, or they just created it), so two
+    finishing cases can't both see a free slot and overfill the window.
+    """
+    in_flight = Result.objects.filter(run_id=run.pk, status__in=Result.IN_FLIGHT_STATUSES).count()
+    free = run.concurrency - in_flight
+    return (queue_pending(run.pk, free) if free > 0 else 0), in_flight
+
+
+def queue_pending(run_id: int, slots: int) -> int:
+    """Queue up to `slots` pending results of the run, oldest first; how many were queued."""
+    ids = list(
+        Result.objects.filter(run_id=run_id, status=Result.Status.PENDING)
+        .order_by("id")
+        .values_list("id", flat=True)[:slots]
+    )
+    if ids:
+        token = uuid.uuid4().hex
+        Result.objects.filter(pk__in=ids, status=Result.Status.PENDING).update(
+            status=Result.Status.QUEUED, token=token, queued_at=timezone.now()
+        )
+        enqueue_cases(ids, token)
+    return len(ids)
+
+
+def enqueue_cases(result_ids: list[int], token: str) -> None:
+    from runs.tasks import run_execute_case as run_execute_case_task
+
+    def send() -> None:
+        for result_id in result_ids:
+            run_execute_case_task.delay(result_id, token)
+
+    # robust: if Redis is down the rows stay queued and the reaper sends them again.
+    transaction.on_commit(send, robust=True)
+
+
+def enqueue_finish(run_id: int) -> None:
+    from runs.tasks import run_finish as run_finish_task
+
+    transaction.on_commit(lambda: run_finish_task.delay(run_id), robust=True)
+
+
+def money(value: float) -> Decimal:
+    return Decimal(str(round(value, 6)))

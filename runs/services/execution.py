@@ -1,0 +1,156 @@
+"""Executing one case: claim it, keep the claim fresh, run it, save it with the counters, refill the window."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import DatabaseError, connections, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from agents.adapters import AgentConfigError
+from agents.models import AgentVersion
+from runs import engine
+from runs.models import Result, Run
+from runs.services.dispatch import enqueue_finish, money, queue_pending
+from runs.services.lifecycle import run_fail
+
+logger = logging.getLogger(__name__)
+
+# A case whose worker dies this many times (OOM, kill -9) becomes an Error instead of looping forever.
+MAX_CASE_ATTEMPTS = 3
+
+
+def run_execute_case(*, result_id: int, token: str) -> None:
+    """Claim, run and save one result. A message whose token is stale finds nothing to do."""
+    result = _result_claim(result_id, token)
+    if result is None:
+        return
+    run = result.run
+    if result.attempts > 1:
+        logger.warning("Result %s of run %s taken up again (attempt %d)", result.pk, run.pk, result.attempts)
+    if run.status == Run.Status.PENDING:
+        Run.objects.filter(pk=run.pk, status=Run.Status.PENDING).update(
+            status=Run.Status.RUNNING, started_at=timezone.now()
+        )
+    if result.attempts > MAX_CASE_ATTEMPTS:
+        message = (
+            f"Not scored: the worker running this case stopped {MAX_CASE_ATTEMPTS} times (killed or out of memory)."
+        )
+        outcome = engine.Outcome(status=Result.Status.ERROR, question=result.question, error=message)
+    else:
+        try:
+            with _claim_heartbeat(result.pk, token):
+                outcome = engine.execute(result, run, _version(run.agent_version_id))
+        except AgentConfigError as error:
+            run_fail(run_id=run.pk, message=error.message)
+            return
+        except SoftTimeLimitExceeded:
+            message = "The case took longer than the task time limit and was stopped."
+            outcome = engine.Outcome(status=Result.Status.ERROR, question=result.question, error=message)
+        except DatabaseError:
+            raise  # the task retries database errors (a restarting database)
+        except Exception:
+            logger.exception("Case result=%s of run=%s failed unexpectedly", result.pk, run.pk)
+            message = "An internal error stopped this case. The details are in the worker log."
+            outcome = engine.Outcome(status=Result.Status.ERROR, question=result.question, error=message)
+    _result_save(result, token, outcome)
+
+
+def _result_claim(result_id: int, token: str) -> Result | None:
+    # Running with the same token is our own message coming back (a retry after a database
+    # error, or a redelivery after the pool child died): take it up again.
+    claimed = Result.objects.filter(pk=result_id, token=token, status__in=Result.IN_FLIGHT_STATUSES).update(
+        status=Result.Status.RUNNING, claimed_at=timezone.now(), attempts=F("attempts") + 1
+    )
+    if not claimed:
+        return None
+    return Result.objects.select_related("case", "run__agent").get(pk=result_id)
+
+
+@contextmanager
+def _claim_heartbeat(result_id: int, token: str) -> Iterator[None]:
+    """Keep the claim fresh while the case runs, so the reaper can tell a slow case from a
+    dead worker: a claim not refreshed for EVALSITE_STALE_CLAIM_SECONDS belongs to a worker
+    that was killed (kill -9, OOM) and is re-queued; a live one beats 4 times in that span."""
+    interval = max(1.0, settings.EVALSITE_STALE_CLAIM_SECONDS / 4)
+    done = threading.Event()
+
+    def beat() -> None:
+        try:
+            while not done.wait(interval):
+                Result.objects.filter(pk=result_id, token=token, status=Result.Status.RUNNING).update(
+                    claimed_at=timezone.now()
+                )
+        except Exception:  # a missed beat only risks a needless re-queue, never a wrong result
+            logger.warning("Heartbeat of result %s failed", result_id, exc_info=True)
+        finally:
+            connections.close_all()  # this thread's own connection
+
+    thread = threading.Thread(target=beat, name=f"claim-heartbeat-{result_id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(timeout=30)
+
+
+@functools.lru_cache(maxsize=32)
+def _version(version_id: int) -> AgentVersion:
+    # Versions are immutable, so each worker process loads one once.
+    return AgentVersion.objects.select_related("agent").get(pk=version_id)
+
+
+def _result_save(result: Result, token: str, outcome: engine.Outcome) -> None:
+    """Save the outcome, bump the run's counters and refill the window, all in one transaction."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().only("id", "status", "concurrency").get(pk=result.run_id)
+        saved = Result.objects.filter(pk=result.pk, token=token, status=Result.Status.RUNNING).update(
+            status=outcome.status,
+            question=outcome.question,
+            actual_answer=outcome.actual_answer,
+            conversation=outcome.conversation,
+            tool_calls=outcome.tool_calls,
+            retrieval_context=outcome.retrieval_context,
+            trace_id=outcome.trace_id,
+            score=outcome.score,
+            verdict=outcome.verdict,
+            reasoning=outcome.reasoning,
+            error=outcome.error,
+            scorers=outcome.scorers,
+            duration_ms=outcome.duration_ms,
+            agent_tokens=outcome.agent_tokens,
+            judge_tokens=outcome.judge_tokens,
+            agent_cost=money(outcome.agent_cost),
+            judge_cost=money(outcome.judge_cost),
+            finished_at=timezone.now(),
+        )
+        if not saved:
+            return  # re-queued by the reaper or skipped by Stop meanwhile: the other copy counts
+        counters: dict[str, Any] = {
+            "completed": F("completed") + 1,
+            "agent_tokens": F("agent_tokens") + outcome.agent_tokens,
+            "judge_tokens": F("judge_tokens") + outcome.judge_tokens,
+            "agent_cost": F("agent_cost") + money(outcome.agent_cost),
+            "judge_cost": F("judge_cost") + money(outcome.judge_cost),
+        }
+        if result.variant == 0:  # smoke variants have their own figure (robustness)
+            field = {"pass": "passed", "fail": "failed", "error": "errored"}[outcome.status]
+            counters[field] = F(field) + 1
+            if outcome.score is not None:
+                counters["score_total"] = F("score_total") + outcome.score
+        Run.objects.filter(pk=run.pk).update(**counters)
+        # This case freed one slot: hand it to the next pending case. One for one keeps the
+        # window full without counting it (the reaper counts, under the same lock).
+        if run.is_active and queue_pending(run.pk, 1):
+            return
+        if not Result.objects.filter(run_id=run.pk, status__in=Result.IN_FLIGHT_STATUSES).exists():
+            enqueue_finish(run.pk)  # nothing pending, nothing in flight: the run is done

@@ -1,0 +1,78 @@
+"""The reaper: reconcile runs with their results, so a killed worker or a lost message never loses a case."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from runs.models import Result, Run
+from runs.services.dispatch import enqueue_cases, enqueue_finish, fill_window
+
+logger = logging.getLogger(__name__)
+
+# Settled runs are reconciled (lost finishing step, orphaned claims) for this long after they end.
+RECONCILE_SETTLED_FOR = timedelta(days=1)
+SUMMARY_PENDING_NOTE = Run.SUMMARY_PENDING_NOTE
+
+
+def run_reap() -> int:
+    """Reconcile every active run with its results; returns how many results were (re)queued.
+
+    Redis is not the source of truth: a killed worker, a flushed Redis or a lost
+    enqueue all leave rows that say what still has to happen.
+    """
+    now = timezone.now()
+    claim_cutoff = now - timedelta(seconds=settings.EVALSITE_STALE_CLAIM_SECONDS)
+    queue_cutoff = now - timedelta(seconds=settings.EVALSITE_STALE_QUEUE_SECONDS)
+    queued = 0
+    for run_id in Run.objects.filter(status__in=Run.ACTIVE_STATUSES).values_list("id", flat=True):
+        queued += _run_reconcile(run_id, claim_cutoff, queue_cutoff)
+    _reap_settled(now, claim_cutoff)
+    return queued
+
+
+def _run_reconcile(run_id: int, claim_cutoff: Any, queue_cutoff: Any) -> int:
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk=run_id, status__in=Run.ACTIVE_STATUSES).first()
+        if run is None:
+            return 0
+        stale = Q(status=Result.Status.RUNNING, claimed_at__lt=claim_cutoff) | Q(
+            status=Result.Status.QUEUED, queued_at__lt=queue_cutoff
+        )
+        stale_ids = list(Result.objects.filter(stale, run=run).values_list("id", flat=True))
+        if stale_ids:
+            # A new token: if the old message or worker ever comes back, its claim or save finds nothing.
+            token = uuid.uuid4().hex
+            Result.objects.filter(pk__in=stale_ids, status__in=Result.IN_FLIGHT_STATUSES).update(
+                status=Result.Status.QUEUED, token=token, queued_at=timezone.now()
+            )
+            enqueue_cases(stale_ids, token)
+            logger.warning("Reaper re-queued %d stale case(s) of run %s", len(stale_ids), run_id)
+        queued, in_flight = fill_window(run)
+        if queued == 0 and in_flight == 0:
+            enqueue_finish(run.pk)
+    return len(stale_ids) + queued
+
+
+def _reap_settled(now: Any, claim_cutoff: Any) -> None:
+    """Recently settled runs: orphaned claims of a stopped run, or a finishing step that was lost."""
+    settled = Run.objects.exclude(status__in=Run.ACTIVE_STATUSES).filter(finished_at__gte=now - RECONCILE_SETTLED_FOR)
+    for run_id in settled.filter(results__status=Result.Status.RUNNING).values_list("id", flat=True).distinct():
+        with transaction.atomic():
+            orphans = Result.objects.filter(run_id=run_id, status=Result.Status.RUNNING, claimed_at__lt=claim_cutoff)
+            if orphans.update(
+                status=Result.Status.SKIPPED, error="Not finished: its worker was lost after the run ended."
+            ):
+                enqueue_finish(run_id)
+    # A summary still unwritten (or "being written") long after the end: its task was lost.
+    lost = settled.filter(summary="", summary_note__in=("", SUMMARY_PENDING_NOTE), finished_at__lt=claim_cutoff)
+    for run_id in lost.values_list("id", flat=True):
+        Run.objects.filter(pk=run_id, summary_note=SUMMARY_PENDING_NOTE).update(summary_note="")
+        enqueue_finish(run_id)

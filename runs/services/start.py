@@ -1,0 +1,209 @@
+"""Starting runs: snapshot the dataset, pin the version, pre-create results, queue the first window."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+
+from agents.models import Agent, AgentVersion
+from datasets.models import Dataset, TestCase
+from evalsite import llm
+from runs.models import Result, Run, RunCase
+from runs.services.dispatch import fill_window
+
+SNAPSHOT_FIELDS = (
+    "document_context",
+    "turns",
+    "expected_tools",
+    "trajectory_mode",
+    "check_tool_args",
+    "expected_context",
+    "judge_guideline",
+    "tags",
+    "smoke_count",
+    "smoke_guidance",
+    "tests_rule",
+    "source_file",
+    "source_location",
+    "source_span",
+    "extra",
+)
+SCORING_FIELDS = (
+    "acceptance_criteria",
+    "rejection_criteria",
+    "evaluation_criteria",
+    "judge_model",
+    "judge_prompt",
+    "pass_threshold",
+    "number_of_requests",
+    "jaccard_enabled",
+    "vector_enabled",
+)
+
+
+def run_start(*, agent: Agent, dataset: Dataset, user: AbstractBaseUser | None, request_key: str = "") -> Run:
+    """Snapshot the dataset, pin the agent's current version and queue the first cases.
+
+    The same request_key (a form's one-time token, an API Idempotency-Key) never makes a
+    second run: a double click or a replayed POST gets the first run back.
+    """
+    request_key = request_key.strip()[:64]
+    if request_key and (existing := _run_for_key(agent, request_key)):
+        return existing
+    _check_startable(agent, dataset)
+    cases = list(dataset.cases.prefetch_related("documents").order_by("position", "id"))
+    try:
+        with transaction.atomic():
+            return _run_create(
+                agent=agent,
+                version=agent.current_version,
+                dataset=dataset,
+                scoring={name: getattr(dataset, name) for name in SCORING_FIELDS},
+                snapshots=[_case_snapshot(case) for case in cases],
+                user=user,
+                request_key=request_key,
+            )
+    except IntegrityError:
+        # Two submissions raced past the lookup; the unique (agent, request_key) kept one.
+        if request_key and (existing := _run_for_key(agent, request_key)):
+            return existing
+        raise
+
+
+def run_rerun(
+    *,
+    run: Run,
+    user: AbstractBaseUser | None,
+    request_key: str = "",
+    version: AgentVersion | None = None,
+    purpose: str = Run.Purpose.RERUN,
+    positions: list[int] | None = None,
+) -> Run:
+    """A new run of the parent's failed and errored cases (same snapshot and scoring).
+
+    Pinned to the parent's version unless `version` is given (verifying a fix).
+    The cases at `positions` instead, when given (the verify runs of suggestions).
+    """
+    if run.is_active:
+        raise ValidationError("Wait for the run to finish before re-running its failed cases.")
+    request_key = request_key.strip()[:64]
+    if request_key and (existing := _run_for_key(run.agent, request_key)):
+        return existing
+    failed = Q(results__variant=0, results__status__in=(Result.Status.FAIL, Result.Status.ERROR))
+    chosen = failed if positions is None else Q(position__in=positions)
+    cases = list(run.cases.filter(chosen).distinct().order_by("position"))
+    if not cases:
+        raise ValidationError("This run has no failed cases to re-run.")
+    snapshots = [
+        {
+            "source_case_id": c.source_case_id,
+            "case_id": c.case_id,
+            "question": c.question,
+            "expected_answer": c.expected_answer,
+            "data": c.data,
+        }
+        for c in cases
+    ]
+    with transaction.atomic():
+        return _run_create(
+            agent=run.agent,
+            version=version or run.agent_version,
+            dataset=run.dataset,
+            dataset_name=run.dataset_name,
+            scoring=run.scoring,
+            snapshots=snapshots,
+            user=user,
+            request_key=request_key,
+            parent=run,
+            purpose=purpose,
+        )
+
+
+def _run_for_key(agent: Agent, request_key: str) -> Run | None:
+    return Run.objects.filter(agent=agent, request_key=request_key).first()
+
+
+def _check_startable(agent: Agent, dataset: Dataset) -> None:
+    if dataset.agent_id != agent.pk:
+        raise ValidationError("This dataset belongs to another agent.")
+    if dataset.status == Dataset.Status.EXTRACTING:
+        raise ValidationError("This dataset is still being prepared. Run it once it is Ready.")
+    if dataset.status == Dataset.Status.FAILED:
+        raise ValidationError("This dataset failed to import, so it has no cases to run.")
+    if agent.current_version_id is None:
+        raise ValidationError("This agent has no configuration version yet.")
+    if not dataset.cases.exists():
+        raise ValidationError("This dataset has no test cases yet. Add or generate some first.")
+
+
+def _case_snapshot(case: TestCase) -> dict[str, Any]:
+    data = {name: getattr(case, name) for name in SNAPSHOT_FIELDS}
+    data["documents"] = [{"id": d.pk, "name": d.original_name, "file_type": d.file_type} for d in case.documents.all()]
+    return {
+        "source_case_id": case.pk,
+        "case_id": case.case_id,
+        "question": case.question,
+        "expected_answer": case.expected_answer,
+        "data": data,
+    }
+
+
+def _run_create(
+    *,
+    agent: Agent,
+    version: AgentVersion,
+    dataset: Dataset | None,
+    scoring: dict[str, Any],
+    snapshots: list[dict[str, Any]],
+    user: AbstractBaseUser | None,
+    request_key: str,
+    dataset_name: str = "",
+    parent: Run | None = None,
+    purpose: str = Run.Purpose.RUN,
+) -> Run:
+    judge_model = llm.model_for("judge", scoring.get("judge_model") or None)
+    run = Run.objects.create(
+        agent=agent,
+        agent_version=version,
+        dataset=dataset,
+        dataset_name=dataset_name or (dataset.name if dataset else ""),
+        parent=parent,
+        purpose=purpose,
+        scoring=scoring,
+        judge_model=judge_model or "",
+        scorer=Run.Scorer.LLM if judge_model else Run.Scorer.OFFLINE,
+        concurrency=max(1, settings.EVALSITE_RUN_CONCURRENCY),
+        request_key=request_key,
+        created_by=user if user is not None and user.is_authenticated else None,
+    )
+    cases = RunCase.objects.bulk_create(
+        [RunCase(run=run, position=position, **snapshot) for position, snapshot in enumerate(snapshots)]
+    )
+    results = _results_for(run, cases, repeats=max(1, int(scoring.get("number_of_requests") or 1)))
+    Result.objects.bulk_create(results, batch_size=500)
+    run.total = sum(1 for result in results if result.status == Result.Status.PENDING)
+    Run.objects.filter(pk=run.pk).update(total=run.total)
+    fill_window(run)
+    return run
+
+
+def _results_for(run: Run, cases: list[RunCase], *, repeats: int) -> list[Result]:
+    """Every repeat of every case, then its smoke-test variants (paraphrases need a model)."""
+    can_paraphrase = llm.is_configured("llm")
+    results: list[Result] = []
+    for case in cases:
+        results += [Result(run=run, case=case, repeat=r, question=case.question) for r in range(repeats)]
+        for variant in range(1, int(case.data.get("smoke_count") or 0) + 1):
+            result = Result(run=run, case=case, variant=variant)
+            if not can_paraphrase:
+                result.status = Result.Status.SKIPPED
+                result.error = (
+                    "Not run: smoke-test variants need a model to paraphrase the question, and none is configured."
+                )
+            results.append(result)
+    return results

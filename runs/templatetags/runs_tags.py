@@ -1,0 +1,111 @@
+import json
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+from django import template
+from django.utils import timezone
+
+register = template.Library()
+
+
+@register.simple_tag
+def run_request_key() -> str:
+    """A one-time key for a "Run" form: a double click or a replayed POST starts one run, not two."""
+    return uuid.uuid4().hex
+
+
+@register.filter
+def seconds(value: float | None) -> str:
+    """A duration in seconds, the way people read it: "0.4 s", "42 s", "3 min 5 s", "1 h 2 min"."""
+    if value is None:
+        return "–"
+    value = float(value)
+    if value < 10:
+        return f"{value:.1f} s"
+    if value < 60:
+        return f"{value:.0f} s"
+    minutes, secs = divmod(int(round(value)), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+
+
+@register.filter
+def millis(value: int | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value} ms" if value < 1000 else seconds(value / 1000)
+
+
+@register.filter
+def percent(value: float | None, digits: int = 0) -> str:
+    if value is None:
+        return "–"
+    return f"{100 * float(value):.{int(digits)}f}%"
+
+
+@register.filter
+def score(value: float | None) -> str:
+    """A 0-10 score with at most one decimal: 7, 6.7."""
+    if value is None:
+        return "–"
+    return f"{float(value):.1f}".removesuffix(".0")
+
+
+@register.filter
+def money(value: Any) -> str:
+    value = float(value or 0)
+    if value == 0:
+        return "$0"
+    return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+
+
+@register.filter
+def pretty_json(value: Any) -> str:
+    """Tool arguments and other JSON, indented (autoescaped by the template like any text)."""
+    return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, default=str)
+
+
+@register.filter
+def since(value: datetime | None, now: datetime | None = None) -> str:
+    """ "just now", "5 min ago", "3 h ago", "Mar 4" (older than a day)."""
+    if value is None:
+        return ""
+    now = now or timezone.now()
+    delta = now - value
+    if delta < timedelta(minutes=1):
+        return "just now"
+    if delta < timedelta(hours=1):
+        return f"{int(delta.total_seconds() // 60)} min ago"
+    if delta < timedelta(days=1):
+        return f"{int(delta.total_seconds() // 3600)} h ago"
+    return timezone.localtime(value).strftime("%b %-d")
+
+
+@register.simple_tag
+def query(**params: Any) -> str:
+    """A query string of the non-empty parameters: {% query filter="failed" sort=view.sort %}."""
+    kept = {name: value for name, value in params.items() if value not in (None, "", "all", "position", 0)}
+    return "?" + urlencode(kept) if kept else ""
+
+
+@register.filter
+def scorer_value(row: dict[str, Any]) -> str:
+    """A scorer row's figure: similarity as a percentage, pass/fail checks as words."""
+    value = row.get("score")
+    if value is None:
+        return "not computed"
+    return f"{100 * float(value):.0f}%"
+
+
+@register.filter
+def run_duration(run: Any, now: datetime | None = None) -> str:
+    """How long the run took, or has been going."""
+    from runs.selectors import run_duration_seconds
+
+    if run.started_at is None and run.is_active:
+        return "not started"
+    return seconds(run_duration_seconds(run, now=now or timezone.now()))

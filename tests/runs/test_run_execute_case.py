@@ -1,0 +1,177 @@
+"""run_execute_case: claim, execute, save with counters, refill the window."""
+
+import pytest
+
+from agents.models import Agent, AgentVersion
+from runs import services
+from runs.models import Result, Run
+from tests.runs.conftest import drive
+
+pytestmark = pytest.mark.django_db
+
+
+def _start(dataset, user):
+    return services.run_start(agent=dataset.agent, dataset=dataset, user=user)
+
+
+def test_a_knowledge_run_completes_with_the_offline_scorer(make_dataset, alice, no_llm):
+    run = drive(_start(make_dataset(4), alice))
+
+    assert run.status == Run.Status.COMPLETED
+    assert (run.total, run.completed, run.passed, run.failed, run.errored) == (4, 4, 4, 0, 0)
+    assert run.average_score == 10
+    assert run.started_at and run.finished_at
+    result = Result.objects.filter(run=run).first()
+    assert result.actual_answer == "Refunds are available within 30 days of purchase."
+    assert result.verdict == "Comprehensive"
+    assert result.attempts == 1
+    assert {row["name"] for row in result.scorers} == {"jaccard", "rouge_l"}
+
+
+def test_saving_a_case_queues_the_next_pending_one(make_dataset, alice, no_llm):
+    run = _start(make_dataset(5), alice)
+    first = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
+
+    services.run_execute_case(result_id=first.pk, token=first.token)
+
+    statuses = list(Result.objects.filter(run=run).order_by("id").values_list("status", flat=True))
+    assert statuses == ["pass", "queued", "queued", "queued", "pending"]
+    run.refresh_from_db()
+    assert run.status == Run.Status.RUNNING
+    assert run.completed == 1
+
+
+def test_a_duplicate_message_does_nothing(make_dataset, alice, no_llm):
+    run = _start(make_dataset(2), alice)
+    result = Result.objects.filter(run=run, status=Result.Status.QUEUED).first()
+    services.run_execute_case(result_id=result.pk, token=result.token)
+
+    services.run_execute_case(result_id=result.pk, token=result.token)  # Redis delivered it twice
+
+    result.refresh_from_db()
+    run.refresh_from_db()
+    assert result.attempts == 1
+    assert run.completed == 1
+
+
+def test_a_message_with_a_stale_token_does_nothing(make_dataset, alice, no_llm):
+    run = _start(make_dataset(2), alice)
+    result = Result.objects.filter(run=run, status=Result.Status.QUEUED).first()
+
+    services.run_execute_case(result_id=result.pk, token="an-old-token")
+
+    result.refresh_from_db()
+    assert (result.status, result.attempts) == (Result.Status.QUEUED, 0)
+
+
+def test_the_same_message_coming_back_after_a_crash_takes_the_case_up_again(make_dataset, alice, no_llm):
+    run = _start(make_dataset(1), alice)
+    result = Result.objects.get(run=run)
+    # The first delivery claimed it, then its pool child died before saving.
+    Result.objects.filter(pk=result.pk).update(status=Result.Status.RUNNING, attempts=1)
+
+    services.run_execute_case(result_id=result.pk, token=result.token)
+
+    result.refresh_from_db()
+    assert (result.status, result.attempts) == (Result.Status.PASS, 2)
+
+
+def test_a_case_that_keeps_killing_its_worker_becomes_an_error(make_dataset, alice, no_llm):
+    run = _start(make_dataset(1), alice)
+    result = Result.objects.get(run=run)
+    Result.objects.filter(pk=result.pk).update(attempts=services.MAX_CASE_ATTEMPTS)
+
+    run = drive(run)
+
+    result.refresh_from_db()
+    assert result.status == Result.Status.ERROR
+    assert "stopped 3 times" in result.error
+    assert run.status == Run.Status.COMPLETED
+    assert run.errored == 1
+
+
+def test_a_broken_agent_version_fails_the_run_with_its_reason(make_dataset, alice, no_llm):
+    dataset = make_dataset(3, kind=Agent.Kind.HTTP)
+    AgentVersion.objects.filter(pk=dataset.agent.current_version_id).update(http_url="")
+
+    run = drive(_start(dataset, alice))
+
+    assert run.status == Run.Status.FAILED
+    assert run.error == "This HTTP agent has no endpoint URL. Set one on the agent's configuration."
+    assert set(Result.objects.filter(run=run).values_list("status", flat=True)) == {Result.Status.SKIPPED}
+    assert run.summary_note == "No summary: the run failed before its cases were scored."
+
+
+def test_an_llm_agent_with_no_model_fails_the_run(make_dataset, alice, no_llm):
+    run = drive(_start(make_dataset(2, kind=Agent.Kind.LLM), alice))
+    assert run.status == Run.Status.FAILED
+    assert "no model" in run.error
+
+
+def test_results_record_tokens_and_costs_of_agent_and_judge_separately(make_dataset, alice, fake_llm):
+    run = drive(_start(make_dataset(2, kind=Agent.Kind.LLM), alice))
+
+    result = Result.objects.filter(run=run).first()
+    assert result.agent_tokens > 0 and result.judge_tokens > 0
+    assert result.duration_ms is not None
+    assert run.agent_tokens == sum(Result.objects.filter(run=run).values_list("agent_tokens", flat=True))
+    # The summary's tokens belong to the evaluation side, on top of the judge's.
+    assert run.judge_tokens > sum(Result.objects.filter(run=run).values_list("judge_tokens", flat=True))
+
+
+def test_a_failing_trajectory_fails_the_case_whatever_the_judge_says(make_dataset, alice, fake_llm):
+    dataset = make_dataset(1, kind=Agent.Kind.LLM, expected_tools=[{"name": "lookup_order", "args": {}}])
+    run = drive(_start(dataset, alice))
+
+    result = Result.objects.get(run=run)
+    assert result.score == 8
+    assert result.status == Result.Status.FAIL
+    assert "The tool trajectory check failed" in result.reasoning
+    assert result.scorers[0]["name"] == "trajectory" and result.scorers[0]["passed"] is False
+
+
+def test_an_llm_agent_runs_its_tool_loop_with_canned_results(make_dataset, alice, fake_llm):
+    tools = [
+        {
+            "name": "lookup_order",
+            "description": "Find an order",
+            "result": '{"status": "paid"}',
+            "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}},
+        }
+    ]
+    dataset = make_dataset(
+        1,
+        kind=Agent.Kind.LLM,
+        version={"tools": tools},
+        expected_tools=[{"name": "lookup_order", "args": {"order_id": "A-1"}}],
+        check_tool_args=True,
+    )
+    fake_llm.add_rule(task="agent", tool_calls=[{"name": "lookup_order", "arguments": {"order_id": "A-1"}}], times=1)
+    fake_llm.add_rule(task="agent", reply="Your order A-1 is paid.")
+
+    run = drive(_start(dataset, alice))
+
+    result = Result.objects.get(run=run)
+    assert result.tool_calls == [{"name": "lookup_order", "args": {"order_id": "A-1"}}]
+    assert result.actual_answer == "Your order A-1 is paid."
+    assert result.status == Result.Status.PASS
+    second_call = [r for r in fake_llm.requests if r.task == "agent"][1]
+    assert second_call.messages[-1] == {
+        "role": "tool",
+        "tool_call_id": second_call.messages[-2]["tool_calls"][0]["id"],
+        "content": '{"status": "paid"}',
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_running_case_keeps_its_claim_fresh(make_dataset, alice, fake_llm, settings):
+    settings.EVALSITE_STALE_CLAIM_SECONDS = 4  # a beat every second
+    fake_llm.add_rule(task="agent", reply="Slow answer", delay=2.5)
+    run = _start(make_dataset(1, kind=Agent.Kind.LLM), alice)
+    result = Result.objects.get(run=run)
+
+    services.run_execute_case(result_id=result.pk, token=result.token)
+
+    result.refresh_from_db()
+    assert result.status == Result.Status.PASS
+    assert (result.claimed_at - result.queued_at).total_seconds() >= 1.5

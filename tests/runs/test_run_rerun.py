@@ -1,0 +1,53 @@
+import pytest
+from django.core.exceptions import ValidationError
+
+from runs import services
+from runs.models import Result, Run
+from tests.runs.conftest import drive
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def finished_run(make_dataset, alice, no_llm):
+    questions = ["How long is the refund window?", "What is the support phone number?", "When is support open?"]
+    dataset = make_dataset(3, questions=questions)
+    return drive(services.run_start(agent=dataset.agent, dataset=dataset, user=alice))
+
+
+def test_it_reruns_only_the_failed_cases_with_the_same_snapshot(finished_run, alice):
+    assert (finished_run.passed, finished_run.failed) == (1, 2)
+
+    child = drive(services.run_rerun(run=finished_run, user=alice))
+
+    assert child.parent == finished_run
+    assert child.purpose == Run.Purpose.RERUN
+    assert child.agent_version == finished_run.agent_version
+    assert child.scoring == finished_run.scoring
+    assert list(child.cases.values_list("question", flat=True)) == [
+        "What is the support phone number?",
+        "When is support open?",
+    ]
+    assert child.total == 2
+    assert child.status == Run.Status.COMPLETED
+    assert Result.objects.filter(run=finished_run).count() == 3  # the parent is untouched
+
+
+def test_the_same_request_key_never_makes_a_second_rerun(finished_run, alice):
+    first = services.run_rerun(run=finished_run, user=alice, request_key="again")
+    second = services.run_rerun(run=finished_run, user=alice, request_key="again")
+    assert first.pk == second.pk
+
+
+def test_a_run_without_failures_has_nothing_to_rerun(make_dataset, alice, no_llm):
+    dataset = make_dataset(1)
+    run = drive(services.run_start(agent=dataset.agent, dataset=dataset, user=alice))
+    with pytest.raises(ValidationError, match="no failed cases"):
+        services.run_rerun(run=run, user=alice)
+
+
+def test_an_active_run_cannot_be_rerun(make_dataset, alice, no_llm):
+    dataset = make_dataset(1)
+    run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
+    with pytest.raises(ValidationError, match="Wait for the run to finish"):
+        services.run_rerun(run=run, user=alice)

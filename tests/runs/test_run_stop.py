@@ -1,0 +1,52 @@
+import pytest
+from django.core.exceptions import ValidationError
+
+from runs import services
+from runs.models import Result, Run
+from tests.runs.conftest import drive
+
+pytestmark = pytest.mark.django_db
+
+
+def test_stop_skips_what_has_not_started_and_keeps_what_finished(make_dataset, alice, no_llm):
+    run = services.run_start(agent=(dataset := make_dataset(6)).agent, dataset=dataset, user=alice)
+    first = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
+    services.run_execute_case(result_id=first.pk, token=first.token)
+
+    run = services.run_stop(run=run)
+
+    assert run.status == Run.Status.STOPPED
+    assert run.stop_requested_at is not None
+    statuses = list(Result.objects.filter(run=run).order_by("id").values_list("status", flat=True))
+    assert statuses == ["pass"] + ["skipped"] * 5
+    # A task message still on its way finds its case skipped and does nothing.
+    late = Result.objects.filter(run=run, status=Result.Status.SKIPPED).order_by("id").first()
+    services.run_execute_case(result_id=late.pk, token=late.token)
+    late.refresh_from_db()
+    assert late.status == Result.Status.SKIPPED
+    run = drive(run)
+    assert (run.status, run.completed, run.passed) == (Run.Status.STOPPED, 1, 1)
+
+
+def test_a_case_in_flight_at_stop_finishes_and_is_kept(make_dataset, alice, no_llm, django_capture_on_commit_callbacks):
+    run = services.run_start(agent=(dataset := make_dataset(4)).agent, dataset=dataset, user=alice)
+    running = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
+    Result.objects.filter(pk=running.pk).update(status=Result.Status.RUNNING)  # claimed by a worker
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        services.run_stop(run=run)
+    assert callbacks == []  # no finishing while a case is still running
+
+    services.run_execute_case(result_id=running.pk, token=running.token)
+
+    running.refresh_from_db()
+    assert running.status == Result.Status.PASS
+    run.refresh_from_db()
+    assert run.completed == 1
+    assert Result.objects.filter(run=run, status=Result.Status.QUEUED).count() == 0  # nothing new started
+
+
+def test_a_finished_run_cannot_be_stopped(make_dataset, alice, no_llm):
+    run = drive(services.run_start(agent=(dataset := make_dataset(1)).agent, dataset=dataset, user=alice))
+    with pytest.raises(ValidationError, match="already finished"):
+        services.run_stop(run=run)
