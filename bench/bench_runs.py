@@ -82,7 +82,7 @@ class FakeServer:
 
 
 class MemorySampler(threading.Thread):
-    """Peak memory of a process and its children, sampled every 100 ms.
+    """Peak memory and CPU time of a process and its children, sampled every 500 ms.
 
     The total is PSS (proportional set size): pool children share the pages the main
     process loaded before forking, and summing RSS would count those once per child.
@@ -93,6 +93,7 @@ class MemorySampler(threading.Thread):
         self.pid = pid
         self.peak_total = 0
         self.peak_process = 0
+        self.cpu_seconds = 0.0  # user + system time of the worker's processes, cumulative
         self._done = threading.Event()
 
     def run(self) -> None:
@@ -101,13 +102,15 @@ class MemorySampler(threading.Thread):
         root = psutil.Process(self.pid)
         while not self._done.is_set():
             try:
-                infos = [p.memory_full_info() for p in [root, *root.children(recursive=True)]]
+                processes = [root, *root.children(recursive=True)]
+                infos = [p.memory_full_info() for p in processes]
+                self.cpu_seconds = max(self.cpu_seconds, sum(sum(p.cpu_times()[:2]) for p in processes))
             except psutil.Error:
                 infos = []
             if infos:
                 self.peak_total = max(self.peak_total, sum(info.pss for info in infos))
                 self.peak_process = max(self.peak_process, max(info.rss for info in infos))
-            self._done.wait(0.1)
+            self._done.wait(0.5)  # reading smaps costs CPU the worker should have
 
     def stop(self) -> None:
         self._done.set()
@@ -162,6 +165,8 @@ def _measure(cases: int, latency: float, worker_concurrency: int) -> dict[str, f
         agent, dataset, token = _setup_data(cases)
         client = Client()
         url = f"/api/agents/{agent.pk}/eval/datasets/{dataset.pk}/runs"
+        time.sleep(0.3)  # let the sampler read the idle worker's CPU time first
+        cpu_before = sampler.cpu_seconds
         started = time.monotonic()
         response = client.post(url, data={}, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
         assert response.status_code == 201, response.content
@@ -181,6 +186,7 @@ def _measure(cases: int, latency: float, worker_concurrency: int) -> dict[str, f
         fake.stop()
     return {
         "elapsed": elapsed,
+        "cpu_ms_per_case": (sampler.cpu_seconds - cpu_before) * 1000 / cases,
         "peak_total_mb": sampler.peak_total / 2**20,
         "peak_process_mb": sampler.peak_process / 2**20,
     }
@@ -221,6 +227,15 @@ def main() -> None:
     print(
         f"{args.overhead_cases} cases at 0 ms latency, one worker: {overhead['elapsed']:.1f} s = "
         f"{rate:.1f} cases/s (aim >= 60/s)",
+        flush=True,
+    )
+    # CPU per case is what the machine's load can't distort: the rate the worker could
+    # reach with the machine's cores to itself (the fake server's share not counted).
+    cpu = overhead["cpu_ms_per_case"]
+    print(
+        f"Worker CPU per case: {cpu:.1f} ms (Celery, Django, the engine and litellm's two calls): at most "
+        f"{(os.cpu_count() or 1) * 1000 / cpu:.0f} cases/s on {os.cpu_count()} idle cores; "
+        f"load average now {os.getloadavg()[0]:.1f}",
         flush=True,
     )
 

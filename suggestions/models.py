@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.db import models
 
 
@@ -36,10 +37,44 @@ class Suggestion(models.Model):
     TITLE_MAX = 200
     DESCRIPTION_MAX = 2000
 
+    def __str__(self) -> str:
+        return self.title
+
     @property
     def target_field(self) -> str:
         """The agent version field this suggestion changes ("other" goes to the instructions)."""
         return "instructions" if self.category == self.Category.OTHER else self.category
 
+
+class SuggestionGeneration(models.Model):
+    """The suggestion job of one run: lets the run page say "generating", "failed" or "done".
+
+    One row per run. A finished run (or the "Suggest changes" button) queues it; the task
+    moves it to running and then to done or failed. Suggestions themselves are the
+    Suggestion rows; this only tracks the job.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Generating"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
+
+    run = models.OneToOneField("runs.Run", on_delete=models.CASCADE, related_name="suggestion_generation")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
+    offline = models.BooleanField(default=False, help_text="Generated without a model")
+    error = models.TextField(blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    queued_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
     def __str__(self) -> str:
-        return self.title
+        return f"Suggestions for run {self.run_id} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE_STATUSES

@@ -1,16 +1,21 @@
 """Suggested changes: learn from a run's weak results, then apply chosen ones to the agent."""
 
 import logging
+import random
 from dataclasses import dataclass
+from datetime import timedelta
 
+from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import DatabaseError, transaction
+from django.db.models import F
+from django.utils import timezone
 
 from agents.models import Agent, AgentVersion
 from evalsite import llm
 from evalsite.text import content_tokens, key_points, point_covered
 from runs.models import Result, Run, RunCase
-from suggestions.models import Suggestion
+from suggestions.models import Suggestion, SuggestionGeneration
 
 logger = logging.getLogger(__name__)
 
@@ -19,6 +24,12 @@ MAX_SUGGESTIONS = 10
 MAX_RESULTS_IN_PROMPT = 25
 PASSING_AVERAGE = 7.0
 EDITABLE_FIELDS = ("instructions", "skills", "knowledge", "guardrails")
+# A job queued or running this long was lost (its task outlives the hard time limit, 960 s):
+# the page offers to try again instead of showing "generating" forever.
+GENERATION_STALE_AFTER = timedelta(minutes=20)
+# A job whose worker died this many times (OOM, kill -9) fails instead of being redelivered forever.
+GENERATION_MAX_ATTEMPTS = 3
+GENERATION_INTERNAL_ERROR = "An internal error stopped the suggestions. The details are in the worker log."
 
 SUGGESTIONS_SCHEMA = {
     "type": "object",
@@ -60,19 +71,84 @@ def run_needs_suggestions(run: Run) -> bool:
     return run.failed + run.errored > 0 or weak_average
 
 
+def generation_is_stale(generation: SuggestionGeneration) -> bool:
+    return generation.is_active and generation.queued_at < timezone.now() - GENERATION_STALE_AFTER
+
+
+def suggestion_generation_start(*, run: Run, user: AbstractBaseUser | None = None) -> SuggestionGeneration:
+    """Queue the suggestion job of a completed run: called when the run finishes, and by the
+    "Suggest changes" button. Idempotent: a job that is queued, running or done is returned
+    as it is; only a failed, lost or empty one is queued again."""
+    if run.status != Run.Status.COMPLETED:
+        raise ValidationError("Suggestions come from completed runs.")
+    if not run_needs_suggestions(run):
+        raise ValidationError("Every case passed with a good average score: there is nothing to suggest.")
+    now = timezone.now()
+    with transaction.atomic():
+        generation, created = SuggestionGeneration.objects.select_for_update().get_or_create(
+            run=run, defaults={"queued_at": now, "requested_by": _user_or_none(user)}
+        )
+        if not created:
+            if run.suggestions.exists():
+                return generation
+            retry = (
+                generation.status == SuggestionGeneration.Status.FAILED
+                or generation_is_stale(generation)
+                # "Try again" on a job that found nothing; the run's own finish never repeats one.
+                or (generation.status == SuggestionGeneration.Status.DONE and user is not None)
+            )
+            if not retry:
+                return generation
+            generation.status, generation.error, generation.attempts = SuggestionGeneration.Status.QUEUED, "", 0
+            generation.queued_at, generation.started_at, generation.finished_at = now, None, None
+            generation.requested_by = _user_or_none(user)
+            generation.save()
+        transaction.on_commit(lambda: _enqueue_generation(run.pk), robust=True)
+    return generation
+
+
+def _enqueue_generation(run_id: int) -> None:
+    from suggestions.tasks import suggestion_generate as suggestion_generate_task
+
+    suggestion_generate_task.delay(run_id=run_id)
+
+
+def _user_or_none(user: AbstractBaseUser | None) -> AbstractBaseUser | None:
+    return user if user is not None and user.is_authenticated else None
+
+
 def suggestion_generate(*, run_id: int) -> list[Suggestion]:
     """Propose changes for a completed run with failures or a weak average. Idempotent per run."""
     run = Run.objects.select_related("agent_version", "agent").get(pk=run_id)
     if not run_needs_suggestions(run) or run.suggestions.exists():
+        _generation_settle(run, SuggestionGeneration.Status.DONE)
         return list(run.suggestions.all())
+    offline = not llm.is_configured("llm")
+    if _generation_claim(run, offline=offline) > GENERATION_MAX_ATTEMPTS:
+        message = (
+            f"The suggestion job stopped {GENERATION_MAX_ATTEMPTS} times (its worker was killed or ran out of memory)."
+        )
+        _generation_settle(run, SuggestionGeneration.Status.FAILED, message)
+        return []
     results = _weak_results(run)
-    if llm.is_configured("llm"):
-        proposals, offline = _proposals_from_model(run, results), False
-    else:
-        proposals, offline = _proposals_offline(results), True
+    try:
+        proposals = _proposals_offline(run, results) if offline else _proposals_from_model(run, results)
+    except DatabaseError:
+        raise  # the task retries database errors; the job stays running meanwhile
+    except llm.LLMError as error:
+        _generation_settle(
+            run, SuggestionGeneration.Status.FAILED, f"The model could not suggest changes: {error.message}"
+        )
+        raise
+    except Exception:
+        logger.exception("Suggestions for run %s failed unexpectedly", run.pk)
+        _generation_settle(run, SuggestionGeneration.Status.FAILED, GENERATION_INTERNAL_ERROR)
+        raise
     proposals = _merge_similar(proposals)[:MAX_SUGGESTIONS]
     cases_by_position = {case.position: case for case in RunCase.objects.filter(run=run)}
     with transaction.atomic():
+        # The job row serialises two copies of the task (a redelivery): the second finds the first's rows.
+        SuggestionGeneration.objects.select_for_update().filter(run=run).first()
         if run.suggestions.exists():  # a concurrent job got here first
             return list(run.suggestions.all())
         created = []
@@ -89,7 +165,31 @@ def suggestion_generate(*, run_id: int) -> list[Suggestion]:
             cases = [cases_by_position[p] for p in proposal.get("cases", []) if p in cases_by_position]
             suggestion.cases.set(cases)
             created.append(suggestion)
+        _generation_settle(run, SuggestionGeneration.Status.DONE)
     return created
+
+
+def _generation_claim(run: Run, *, offline: bool) -> int:
+    """Mark the job running (creating it when the service is called directly); returns its attempt number."""
+    now = timezone.now()
+    claimed = SuggestionGeneration.objects.filter(run=run).update(
+        status=SuggestionGeneration.Status.RUNNING,
+        started_at=now,
+        offline=offline,
+        error="",
+        attempts=F("attempts") + 1,
+    )
+    if not claimed:
+        SuggestionGeneration.objects.get_or_create(
+            run=run,
+            defaults={"status": SuggestionGeneration.Status.RUNNING, "queued_at": now, "started_at": now,
+                      "offline": offline, "attempts": 1},
+        )  # fmt: skip
+    return SuggestionGeneration.objects.filter(run=run).values_list("attempts", flat=True).first() or 1
+
+
+def _generation_settle(run: Run, status: str, error: str = "") -> None:
+    SuggestionGeneration.objects.filter(run=run).update(status=status, error=error, finished_at=timezone.now())
 
 
 def _weak_results(run: Run) -> list[Result]:
@@ -142,11 +242,20 @@ def _proposals_from_model(run: Run, results: list[Result]) -> list[dict]:
     return result.data["suggestions"]
 
 
-def _proposals_offline(results: list[Result]) -> list[dict]:
-    """Without a model: propose the expected answers' facts that the agent's answers missed."""
+def _proposals_offline(run: Run, results: list[Result]) -> list[dict]:
+    """Without a model: propose the expected answers' facts that the agent's answers missed.
+
+    Facts the version's knowledge already states are left out: adding them again would not
+    help (the agent has them and did not find them), only duplicate them.
+    """
+    knowledge = run.agent_version.knowledge
     proposals = []
     for result in results:
-        missed = [p for p in key_points(result.case.expected_answer) if not point_covered(p, result.actual_answer)]
+        missed = [
+            p
+            for p in key_points(result.case.expected_answer)
+            if not point_covered(p, result.actual_answer) and not point_covered(p, knowledge)
+        ]
         if not missed:
             continue
         fact = " ".join(missed)
@@ -257,9 +366,18 @@ def _rewrite_field(run: Run, field: str, current: str, group: list[Suggestion]) 
 
 
 def suggestion_apply(
-    *, run: Run, user, suggestions: list[Suggestion], fields: dict[str, str]
+    *,
+    run: Run,
+    user: AbstractBaseUser | None,
+    suggestions: list[Suggestion],
+    fields: dict[str, str],
+    base_version: AgentVersion | None = None,
 ) -> AgentVersion:
-    """Make a new agent version from the final texts the user confirmed, and mark the suggestions applied."""
+    """Make a new agent version from the final texts the user confirmed, and mark the suggestions applied.
+
+    `base_version` is the version the user previewed against: if someone saved the agent
+    since, applying would silently drop their change, so it is refused instead.
+    """
     from agents.services import agent_update
 
     agent = run.agent
@@ -268,10 +386,19 @@ def suggestion_apply(
     unknown = set(fields) - set(EDITABLE_FIELDS)
     if unknown:
         raise ValidationError(f"These fields cannot be changed here: {', '.join(sorted(unknown))}.")
+    if not suggestions:
+        raise ValidationError("Select at least one suggestion to apply.")
     titles = "; ".join(s.title for s in suggestions)
     note = _cut(f"Applied {len(suggestions)} suggestion(s) from run #{run.pk}: {titles}", 300)
     with transaction.atomic():
-        before = agent.current_version_id
+        before = Agent.objects.select_for_update().values_list("current_version_id", flat=True).get(pk=agent.pk)
+        if base_version is not None and before != base_version.pk:
+            raise ValidationError(
+                "The agent's configuration changed since this preview was made. Preview the changes again."
+            )
+        applied = Suggestion.objects.filter(pk__in=[s.pk for s in suggestions], state=Suggestion.State.APPLIED)
+        if applied.exists():
+            raise ValidationError(f"Already applied: {', '.join(applied.values_list('title', flat=True))}.")
         version = agent_update(agent=agent, user=user, note=note, **fields).current_version
         if version is None or version.pk == before:
             raise ValidationError("The confirmed text is the same as the agent's current configuration.")
@@ -300,3 +427,57 @@ def suggestion_change_request(*, run: Run, suggestions: list[Suggestion]) -> str
         if cases:
             lines += [f"Motivating cases: {cases}", ""]
     return "\n".join(lines)
+
+
+def run_verify(
+    *,
+    parent: Run,
+    user: AbstractBaseUser | None,
+    version: AgentVersion,
+    sample_passing: int | None = None,
+    request_key: str = "",
+) -> Run:
+    """Re-run the parent's case snapshot against `version` (a new run, purpose "verify").
+
+    All cases, or (cheaper) the cases that did not pass plus a random sample of
+    `sample_passing` passing ones, to catch regressions without paying for every case.
+    """
+    from runs.services import run_rerun
+
+    if parent.is_active:
+        raise ValidationError("Wait for the run to finish before verifying a change against it.")
+    if version.agent_id != parent.agent_id:
+        raise ValidationError("That version belongs to another agent.")
+    outcomes = case_outcomes(run=parent)
+    if sample_passing is None:
+        positions = sorted(parent.cases.values_list("position", flat=True))
+    else:
+        if sample_passing < 0:
+            raise ValidationError("The number of passing cases to sample cannot be negative.")
+        failing = [p for p, outcome in outcomes.items() if outcome != Result.Status.PASS]
+        passing = [p for p, outcome in outcomes.items() if outcome == Result.Status.PASS]
+        positions = sorted(failing + random.sample(passing, min(sample_passing, len(passing))))
+    if not positions:
+        raise ValidationError(
+            "There are no cases to verify: this run has no failing cases and no passing ones were sampled."
+        )
+    return run_rerun(
+        run=parent, user=user, request_key=request_key, version=version, purpose=Run.Purpose.VERIFY, positions=positions
+    )
+
+
+def case_outcomes(*, run: Run) -> dict[int, str]:
+    """Each scored case's outcome by position: pass only when every repeat passed, else fail or error.
+
+    Smoke-test variants are left out (they measure robustness, not the case), as are cases
+    with no finished result (skipped by Stop, or still running).
+    """
+    outcomes: dict[int, str] = {}
+    rows = Result.objects.filter(run=run, variant=0, status__in=Result.FINISHED_STATUSES).values_list(
+        "case__position", "status"
+    )
+    rank = {Result.Status.PASS: 0, Result.Status.FAIL: 1, Result.Status.ERROR: 2}
+    for position, status in rows:
+        if position not in outcomes or rank[status] > rank[outcomes[position]]:
+            outcomes[position] = status
+    return outcomes

@@ -1,2 +1,15 @@
+from django.urls import path
+
+from suggestions import views
+
+# Mounted at /agents/<agent_id>/runs/<run_id>/suggestions/ (evalsite/urls.py).
 app_name = "suggestions"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.panel, name="panel"),
+    path("generate/", views.generate, name="generate"),
+    path("apply/", views.apply, name="apply"),
+    path("apply/confirm/", views.apply_confirm, name="apply_confirm"),
+    path("apply/diff/", views.apply_diff, name="apply_diff"),
+    path("change-request/", views.change_request, name="change_request"),
+    path("verify/", views.verify, name="verify"),
+]

@@ -5,9 +5,9 @@ How a run moves (ARCHITECTURE.md "Runs"):
   (case, repeat, variant), then queues the first `concurrency` of them.
 - A queued result carries a fresh token; its task claims it with a conditional UPDATE
   (queued -> running, same token), does the work, and saves it in one transaction with
-  the run's counters. That transaction also refills the window: it locks the run row,
-  counts the results in flight and queues the next pending ones. So at most
-  `concurrency` results of a run are ever queued or running, and each is scored once.
+  the run's counters. That transaction also hands the freed slot to the next pending
+  result, one for one, under the run row's lock. So at most `concurrency` results of a
+  run are ever queued or running, and each is scored once.
 - A running case refreshes its claim (a heartbeat thread). The reaper (beat, every
   EVALSITE_REAPER_INTERVAL s) re-queues claims not refreshed for EVALSITE_STALE_CLAIM_SECONDS
   (their worker was killed), queued results whose message never arrived (Redis lost it),

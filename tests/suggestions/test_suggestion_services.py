@@ -67,7 +67,11 @@ def test_a_weak_average_alone_asks_for_suggestions(agent, fake_llm):
     run = _run(agent, [("pass", REFUND, "Refunds within 30 days.", 7)], average=6.5)
     fake_llm.add_rule(
         task="suggest",
-        json={"suggestions": [{"title": "Quote the policy fully", "category": "Instructions", "description": "Say it all."}]},
+        json={
+            "suggestions": [
+                {"title": "Quote the policy fully", "category": "Instructions", "description": "Say it all."}
+            ]
+        },
     )
 
     suggestions = suggestion_generate(run_id=run.pk)

@@ -1,0 +1,281 @@
+"""Reads for the run page's "Suggested changes" panel: its state, applied versions and verifications."""
+
+from __future__ import annotations
+
+import copy
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+
+from django.db.models import Avg, QuerySet
+from django.urls import reverse
+
+from agents.diff import FieldDiff, version_diff
+from agents.models import Agent, AgentVersion
+from datasets.selectors import url_or_empty
+from runs.models import Result, Run, RunCase
+from suggestions.models import Suggestion, SuggestionGeneration
+from suggestions.services import case_outcomes, generation_is_stale, run_needs_suggestions
+
+# Verify runs shown on a run's panel, newest first; older ones stay in the run history.
+VERIFICATIONS_SHOWN = 3
+
+
+class PanelState:
+    ACTIVE = "active"  # the run is still going
+    UNAVAILABLE = "unavailable"  # failed or stopped: nothing to learn from reliably
+    NONE_NEEDED = "none_needed"  # everything passed with a good average
+    NOT_STARTED = "not_started"  # completed before suggestions were wired up, or never queued
+    GENERATING = "generating"
+    STALLED = "stalled"  # queued or running for too long: the job was lost
+    ERROR = "error"
+    EMPTY = "empty"  # the job ran and found nothing to suggest
+    READY = "ready"
+
+
+@dataclass
+class CaseChange:
+    """A case whose outcome changed: numbered as on the original run, linked to the verify run's card."""
+
+    parent_position: int
+    position: int
+    question: str
+
+
+@dataclass
+class VerifyComparison:
+    run: Run  # the verify run
+    parent: Run
+    compared: int  # cases of the verify run that were scored in both runs
+    total: int  # cases in the verify run
+    sampled_passing: int  # cases that passed before (all of them in a full verify)
+    failing_before: int
+    passed_before: int
+    passed_after: int
+    failed_after: int
+    fixes: list[CaseChange]
+    regressions: list[CaseChange]
+    average_before: float | None
+    average_after: float | None
+    compare_url: str
+    parent_total: int  # cases in the original run
+
+    @property
+    def full(self) -> bool:
+        return self.total >= self.parent_total
+
+    @property
+    def score_delta(self) -> float | None:
+        if self.average_before is None or self.average_after is None:
+            return None
+        return self.average_after - self.average_before
+
+    @property
+    def pass_delta(self) -> int:
+        return self.passed_after - self.passed_before
+
+
+@dataclass
+class AppliedVersion:
+    version: AgentVersion
+    previous: AgentVersion | None
+    diff: list[FieldDiff]
+    suggestions: list[Suggestion]
+
+
+@dataclass
+class SuggestionPanel:
+    agent: Agent
+    run: Run
+    state: str
+    suggestions: list[Suggestion] = field(default_factory=list)
+    generation: SuggestionGeneration | None = None
+    applied: list[AppliedVersion] = field(default_factory=list)
+    verifications: list[VerifyComparison] = field(default_factory=list)
+    # When this run is itself a verification: how it compares with the run it verifies.
+    verifies: VerifyComparison | None = None
+    # The version a Verify would test: the newest one made from this run's suggestions
+    # (for HTTP agents, whose changes are deployed elsewhere, the current version).
+    verify_version: AgentVersion | None = None
+    failing_cases: int = 0
+    passing_cases: int = 0
+
+    @property
+    def polling(self) -> bool:
+        generating = self.state in (PanelState.ACTIVE, PanelState.GENERATING)
+        return (
+            generating
+            or any(v.run.is_active for v in self.verifications)
+            or bool(self.verifies and self.verifies.parent.is_active)
+        )
+
+    @property
+    def proposed(self) -> list[Suggestion]:
+        return [s for s in self.suggestions if s.state == Suggestion.State.PROPOSED]
+
+    @property
+    def offline(self) -> bool:
+        return any(s.offline for s in self.suggestions)
+
+    @property
+    def is_http(self) -> bool:
+        return self.agent.kind == Agent.Kind.HTTP
+
+    @property
+    def total_cases(self) -> int:
+        return self.failing_cases + self.passing_cases
+
+
+def suggestion_list(*, run: Run) -> QuerySet[Suggestion]:
+    """The run's suggestions in order, with their motivating cases and applied version (3 queries)."""
+    return (
+        Suggestion.objects.filter(run=run)
+        .select_related("applied_version__created_by")
+        .prefetch_related("cases")
+        .order_by("position", "id")
+    )
+
+
+def suggestion_panel_get(*, agent: Agent, run: Run) -> SuggestionPanel:
+    panel = SuggestionPanel(agent=agent, run=run, state=PanelState.READY)
+    if run.purpose == Run.Purpose.VERIFY and run.parent_id:
+        parent = Run.objects.filter(pk=run.parent_id, agent=agent).first()
+        panel.verifies = verify_comparison_get(parent=parent, run=run) if parent else None
+    if run.is_active:
+        panel.state = PanelState.ACTIVE
+        return panel
+    panel.suggestions = list(suggestion_list(run=run))
+    panel.generation = SuggestionGeneration.objects.filter(run=run).first()
+    panel.state = _state(run, panel.suggestions, panel.generation)
+    if panel.suggestions:
+        panel.applied = _applied_versions(panel.suggestions)
+        outcomes = case_outcomes(run=run)
+        panel.passing_cases = sum(1 for outcome in outcomes.values() if outcome == Result.Status.PASS)
+        panel.failing_cases = len(outcomes) - panel.passing_cases
+        if panel.is_http:
+            panel.verify_version = agent.current_version
+        elif panel.applied:
+            panel.verify_version = panel.applied[0].version
+    verify_runs = (
+        Run.objects.filter(parent=run, purpose=Run.Purpose.VERIFY)
+        .select_related("agent_version")
+        .order_by("-created_at", "-id")[:VERIFICATIONS_SHOWN]
+    )
+    panel.verifications = [verify_comparison_get(parent=run, run=child) for child in verify_runs]
+    return panel
+
+
+def _state(run: Run, suggestions: list[Suggestion], generation: SuggestionGeneration | None) -> str:
+    if run.status != Run.Status.COMPLETED:
+        return PanelState.UNAVAILABLE
+    if suggestions:
+        return PanelState.READY
+    if generation is None:
+        return PanelState.NOT_STARTED if run_needs_suggestions(run) else PanelState.NONE_NEEDED
+    if generation.is_active:
+        return PanelState.STALLED if generation_is_stale(generation) else PanelState.GENERATING
+    if generation.status == SuggestionGeneration.Status.FAILED:
+        return PanelState.ERROR
+    return PanelState.EMPTY if run_needs_suggestions(run) else PanelState.NONE_NEEDED
+
+
+def _applied_versions(suggestions: list[Suggestion]) -> list[AppliedVersion]:
+    """The versions made from these suggestions, newest first, each with its diff to the one before."""
+    by_version: dict[int, list[Suggestion]] = defaultdict(list)
+    versions: dict[int, AgentVersion] = {}
+    for suggestion in suggestions:
+        if suggestion.applied_version is not None:
+            by_version[suggestion.applied_version.pk].append(suggestion)
+            versions[suggestion.applied_version.pk] = suggestion.applied_version
+    applied = []
+    for version in sorted(versions.values(), key=lambda v: v.number, reverse=True):
+        # Applying always builds on the current version, which is the newest one (a roll back
+        # is saved as a new version too), so the version before is number - 1.
+        previous = AgentVersion.objects.filter(agent_id=version.agent_id, number=version.number - 1).first()
+        diff = version_diff(previous, version) if previous else []
+        applied.append(AppliedVersion(version, previous, diff, by_version[version.pk]))
+    return applied
+
+
+def verify_comparison_get(*, parent: Run, run: Run) -> VerifyComparison:
+    """The verify run against the run it verifies, case by case.
+
+    A verify run copies some or all of the parent's cases and numbers its copies from 0, so
+    cases are matched on their snapshot (same source case, id, question and expected answer).
+    Copies that are identical in all of these (their dataset cases deleted meanwhile) pair up
+    in the order they appear, which is exact for a full verify.
+    """
+    mapping = _parent_positions(parent, run)
+    before, after = case_outcomes(run=parent), case_outcomes(run=run)
+    questions = dict(RunCase.objects.filter(run=run).values_list("position", "question"))
+    fixes, regressions, compared = [], [], []
+    passed_before = passed_after = failed_after = failing_before = sampled_passing = 0
+    for position, parent_position in sorted(mapping.items()):
+        old, new = before.get(parent_position), after.get(position)
+        if old == Result.Status.PASS:
+            sampled_passing += 1
+        elif old is not None:
+            failing_before += 1
+        if old is None or new is None:
+            continue  # not scored in one of the runs (skipped, or still running)
+        compared.append(position)
+        passed_before += old == Result.Status.PASS
+        passed_after += new == Result.Status.PASS
+        failed_after += new != Result.Status.PASS
+        change = CaseChange(parent_position, position, questions.get(position, ""))
+        if old != Result.Status.PASS and new == Result.Status.PASS:
+            fixes.append(change)
+        elif old == Result.Status.PASS and new != Result.Status.PASS:
+            regressions.append(change)
+    return VerifyComparison(
+        run=run,
+        parent=parent,
+        compared=len(compared),
+        total=len(mapping),
+        sampled_passing=sampled_passing,
+        failing_before=failing_before,
+        passed_before=passed_before,
+        passed_after=passed_after,
+        failed_after=failed_after,
+        fixes=fixes,
+        regressions=regressions,
+        average_before=_average(parent, [mapping[p] for p in compared]),
+        average_after=_average(run, compared),
+        compare_url=_compare_url(parent, run),
+        parent_total=parent.cases.count(),
+    )
+
+
+def _parent_positions(parent: Run, run: Run) -> dict[int, int]:
+    """{position in the verify run: position in the parent run}."""
+    fields = ("position", "source_case_id", "case_id", "question", "expected_answer")
+    waiting: dict[tuple, deque[int]] = defaultdict(deque)
+    for position, *key in RunCase.objects.filter(run=parent).order_by("position").values_list(*fields):
+        waiting[tuple(key)].append(position)
+    mapping = {}
+    for position, *key in RunCase.objects.filter(run=run).order_by("position").values_list(*fields):
+        if waiting[tuple(key)]:
+            mapping[position] = waiting[tuple(key)].popleft()
+    return mapping
+
+
+def _average(run: Run, positions: list[int]) -> float | None:
+    if not positions:
+        return None
+    scores = Result.objects.filter(run=run, variant=0, case__position__in=positions, score__isnull=False)
+    return scores.aggregate(average=Avg("score"))["average"]
+
+
+def _compare_url(parent: Run, run: Run) -> str:
+    """The runs' comparison page when it exists (either URL shape), else the verify run's page."""
+    agent_id = parent.agent_id
+    url = url_or_empty("runs:compare", agent_id, parent.pk, run.pk)
+    if not url and (base := url_or_empty("runs:compare", agent_id)):
+        url = f"{base}?a={parent.pk}&b={run.pk}"
+    return url or reverse("runs:detail", args=[agent_id, run.pk])
+
+
+def preview_diff(*, version: AgentVersion, field_name: str, text: str) -> FieldDiff | None:
+    """The diff of one field of `version` against the text it would get (None when unchanged)."""
+    proposed = copy.copy(version)
+    setattr(proposed, field_name, text)
+    return next(iter(version_diff(version, proposed)), None)
