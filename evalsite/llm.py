@@ -373,11 +373,29 @@ def _measured(result: LLMResult, response: Any, attempts: int, started: float) -
     )
 
 
+# Models litellm has no price for (local, self-hosted): asking again costs ~8 ms of CPU
+# per call for the same answer, which is a real share of a run's per-case overhead.
+_UNPRICED_MODELS: set[str] = set()
+
+
 def _cost(response: Any) -> float:
+    model = getattr(response, "model", None) or ""
+    if model in _UNPRICED_MODELS:
+        return 0.0
     try:
         return float(_litellm().completion_cost(completion_response=response) or 0.0)
     except Exception:  # no known price (a local or fake model): cost must never fail a call
+        _UNPRICED_MODELS.add(model)
         return 0.0
+
+
+def warm_up() -> None:
+    """Import litellm and load what its first completion needs, without any network call.
+
+    Worker processes call this before forking their pool, so each child does not pay
+    seconds of import on its first case.
+    """
+    _litellm().completion(model="openai/warm-up", messages=[{"role": "user", "content": "hi"}], mock_response="ok")
 
 
 def _summed(first: LLMResult, second: LLMResult) -> LLMResult:

@@ -50,8 +50,7 @@ def _preload_litellm(**kwargs: object) -> None:
     """
     from evalsite import llm
 
-    litellm = llm._litellm()
     try:
-        litellm.completion(model="openai/warm-up", messages=[{"role": "user", "content": "hi"}], mock_response="ok")
+        llm.warm_up()
     except Exception:  # a warm-up must never stop the worker from starting
         logger.warning("litellm warm-up failed; the first cases will start slower", exc_info=True)
