@@ -597,7 +597,11 @@ class ImportResult:
             text += f" ({self.created} new, {self.updated} updated by case_id)"
         text += "."
         if self.ignored_columns:
-            text += f" Ignored columns: {', '.join(self.ignored_columns)}."
+            # The message travels in the HX-Trigger header: a file with thousands of columns
+            # must not make a header bigger than a proxy accepts (nginx answers 502).
+            shown = [name if len(name) <= 40 else name[:39] + "…" for name in self.ignored_columns[:10]]
+            more = len(self.ignored_columns) - len(shown)
+            text += f" Ignored columns: {', '.join(shown)}{f' and {more} more' if more else ''}."
         return text
 
 
@@ -674,7 +678,8 @@ def dataset_create_from_file(
         dataset = dataset_create(
             agent=agent,
             user=user,
-            name=name or parsed.name or PurePath(file.name or "").stem or "Imported dataset",
+            # A fallback name is cut to the limit: the user never typed it, so must not be refused for it.
+            name=name or (parsed.name or PurePath(file.name or "").stem or "Imported dataset")[:120],
             source=Dataset.Source.IMPORT,
             source_name=(file.name or "")[:255],
             description=parsed.description,

@@ -323,7 +323,7 @@ def read_docx(path: str) -> Parsed:
 
 def read_pdf(path: str) -> Parsed:
     from pypdf import PdfReader
-    from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError
+    from pypdf.errors import DependencyError, FileNotDecryptedError, LimitReachedError, PdfReadError
 
     try:
         reader = PdfReader(path)
@@ -347,6 +347,12 @@ def read_pdf(path: str) -> Parsed:
                 break
     except FileNotDecryptedError as exc:
         raise ExtractionFailed(_ENCRYPTED_PDF) from exc
+    except LimitReachedError as exc:
+        # pypdf's cap on a stream's inflated size: not a PdfReadError, so name it here.
+        raise ExtractionFailed(
+            "The PDF holds a stream that unpacks to far more data than a normal document; it looks like a "
+            "decompression bomb and was not read. Export the PDF again and upload the new copy."
+        ) from exc
     except PdfReadError as exc:
         raise ExtractionFailed(
             "The PDF is damaged and cannot be read. Export it again and upload the new copy."

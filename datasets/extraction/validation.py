@@ -239,6 +239,11 @@ def check_text(stream: BinaryIO) -> None:
     for magic, what in BINARY_MAGICS.items():
         if head.startswith(magic):
             raise FileRejected(f"The file is named as text but it is {what}.")
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        # Excel's "Unicode Text" and some exports: text, but not the binary file the check below would call it.
+        raise FileRejected(
+            "The file is saved as UTF-16 (“Unicode Text”). Save it as “CSV UTF-8” or as UTF-8 text and upload it again."
+        )
     stream.seek(0)
     for block in iter(lambda: stream.read(1 << 20), b""):
         if b"\x00" in block:
