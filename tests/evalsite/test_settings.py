@@ -31,6 +31,8 @@ def _clean_env(**overrides: str) -> dict[str, str]:
     names = _setting_names()
     env = {k: v for k, v in os.environ.items() if k not in names and k.removesuffix("_FILE") not in names}
     env.pop("DJANGO_SETTINGS_MODULE", None)
+    # Set for the whole test process once the browser tests are collected; never in production.
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     return {**env, **overrides}
 
 
