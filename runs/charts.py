@@ -27,6 +27,14 @@ class Bar:
     caption: str  # shown at the end of the bar
     detail: str  # the table row and the bar's tooltip
 
+    @property
+    def cx(self) -> float:
+        return round(self.x + self.width / 2, 1)
+
+    @property
+    def label_x(self) -> float:
+        return self.x - 8
+
 
 @dataclass
 class Chart:
@@ -38,6 +46,9 @@ class Chart:
     ticks: list[tuple[float, str]] = field(default_factory=list)  # (position, label) on the value axis
     headers: tuple[str, ...] = ()
     rows: list[tuple[str, ...]] = field(default_factory=list)
+    total: int = 0  # how many values the chart counts
+    track_width: float = 0  # horizontal bars: the full (100%) length
+    baseline: float = 0  # vertical bars: the y of the zero line
 
     @property
     def empty(self) -> bool:
@@ -64,6 +75,8 @@ def score_histogram(scores: list[float], *, threshold: float) -> Chart:
         width=width,
         height=height,
         headers=("Score", "Results"),
+        baseline=top + plot_h,
+        total=len(scores),
     )
     if not scores:
         return chart
@@ -114,10 +127,11 @@ def tag_pass_rates(outcomes: list[CaseOutcome]) -> Chart:
         width=width,
         height=max(1, len(chosen)) * row_h + 8,
         headers=("Tag", "Passed", "Cases", "Pass rate"),
+        track_width=width - label_w - 52,
     )
     if not tagged:
         return chart  # one "(no tag)" bar says nothing the summary doesn't
-    bar_space = width - label_w - 52
+    bar_space = chart.track_width
     for index, tag in enumerate(chosen):
         passed, total = totals[tag]
         rate = passed / total

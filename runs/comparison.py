@@ -318,26 +318,43 @@ def _deltas(a: Totals, b: Totals) -> list[Delta]:
 
     deltas = [
         Delta("Passed", str(a.passed), str(b.passed), signed(b.passed - a.passed, "d"), tone(b.passed - a.passed)),
-        Delta("Failed", str(a.failed), str(b.failed), signed(b.failed - a.failed, "d"), tone(b.failed - a.failed, False)),
         Delta(
-            "Errors", str(a.errored), str(b.errored), signed(b.errored - a.errored, "d"), tone(b.errored - a.errored, False)
+            "Failed", str(a.failed), str(b.failed), signed(b.failed - a.failed, "d"), tone(b.failed - a.failed, False)
+        ),
+        Delta(
+            "Errors",
+            str(a.errored),
+            str(b.errored),
+            signed(b.errored - a.errored, "d"),
+            tone(b.errored - a.errored, False),
         ),
     ]
     if a.pass_rate is not None and b.pass_rate is not None:
         points = round((b.pass_rate - a.pass_rate) * 100, 1)
-        deltas.append(Delta("Pass rate", rate(a.pass_rate), rate(b.pass_rate), signed(points, "g") + " pts", tone(points)))
+        deltas.append(
+            Delta("Pass rate", rate(a.pass_rate), rate(b.pass_rate), signed(points, "g") + " pts", tone(points))
+        )
     if a.average is not None and b.average is not None:
         change = round(b.average - a.average, 2)
-        deltas.append(Delta("Average score", f"{a.average:.1f}", f"{b.average:.1f}", signed(change, ".1f"), tone(change)))
+        deltas.append(
+            Delta("Average score", f"{a.average:.1f}", f"{b.average:.1f}", signed(change, ".1f"), tone(change))
+        )
     cost = round(b.cost - a.cost, 4)
     cost_text = ("+" if cost > 0 else "−" if cost < 0 else "") + f"${abs(cost):.4f}"
     deltas.append(Delta("Cost", f"${a.cost:.4f}", f"${b.cost:.4f}", cost_text, tone(cost, False)))
     if a.duration is not None and b.duration is not None:
         change = round(b.duration - a.duration, 1)
-        deltas.append(Delta("Duration", _seconds(a.duration), _seconds(b.duration), signed(change, ".1f") + " s", tone(change, False)))
+        deltas.append(
+            Delta(
+                "Duration",
+                _seconds(a.duration),
+                _seconds(b.duration),
+                signed(change, ".1f") + " s",
+                tone(change, False),
+            )
+        )
     return deltas
 
 
 def _seconds(value: float) -> str:
     return f"{value:.1f} s" if value < 120 else f"{value / 60:.1f} min"
-

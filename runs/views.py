@@ -18,14 +18,13 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect, trigger_client_event
+from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect, push_url, trigger_client_event
 
 from agents.models import Agent
 from agents.selectors import agent_get_for_user
 from datasets.models import Dataset, Document
 from evalsite.http import AuthedRequest
-from runs import charts, engine, exporters, selectors, services
-from runs.comparison import run_compare
+from runs import charts, comparison, engine, exporters, selectors, services
 from runs.forms import CompareForm, RerunForm, ResultViewForm
 from runs.models import Run
 
@@ -108,7 +107,9 @@ def run_rerun(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespons
     except ValidationError as error:
         return _error(request, error, run_url)
     cases = child.cases.count()
-    messages.success(request, f"Re-run started: {cases} failed or errored case{'s' if cases != 1 else ''} of run #{run.pk}.")
+    messages.success(
+        request, f"Re-run started: {cases} failed or errored case{'s' if cases != 1 else ''} of run #{run.pk}."
+    )
     return _navigate(request, reverse("runs:detail", args=[agent.pk, child.pk]))
 
 
@@ -194,8 +195,7 @@ def run_detail(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespon
         **_charts_context(run, outcomes),
         "parent": run.parent,
         "related": list(selectors.run_related_list(run=run)[:10]),
-        "compare_with": selectors.run_compare_candidates(run=run).filter(created_at__lt=run.created_at).first()
-        or selectors.run_compare_candidates(run=run).first(),
+        "compare_with": selectors.run_compare_default(run=run),
         "rerun_form": RerunForm(agent=agent),
     }
     return render(request, "runs/run_detail.html", context)
@@ -217,7 +217,7 @@ def _live(request: AuthedRequest, agent: Agent, run: Run, view: dict[str, Any]) 
         "view": view,
         "cards": selectors.case_card_list(run=run, outcomes=shown),
         "removed": [o.position for o in in_range if not o.matches(view["filter"])],
-        "counts": selectors.case_filter_counts(outcomes),
+        "filter_tabs": _filter_tabs(outcomes),
         "seen": selectors.seen_encode({o.position for o in outcomes if o.done}),
         "settled": settled,
         "oob": True,
@@ -239,9 +239,15 @@ def run_results(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespo
     view = ResultViewForm(request.GET).view()
     outcomes = selectors.case_outcome_list(run=run)
     context = _results_context(agent, run, outcomes, view)
-    more = "after" in request.GET or "offset" in request.GET
-    template = "runs/partials/result_more.html" if more else "runs/partials/result_list.html"
-    return render(request, template, context)
+    if "after" in request.GET or "offset" in request.GET:
+        return render(request, "runs/partials/result_more.html", context)
+    response = render(request, "runs/partials/result_list.html", context)
+    # The address bar shows the run page with this filter and order, so a reload or a shared
+    # link opens the same view.
+    query = urlencode(
+        {k: v for k, v in (("filter", view["filter"]), ("sort", view["sort"])) if v not in ("all", "position")}
+    )
+    return push_url(response, reverse("runs:detail", args=[agent.pk, run.pk]) + (f"?{query}" if query else ""))
 
 
 def _results_context(agent: Agent, run: Run, outcomes: list, view: dict[str, Any]) -> dict[str, Any]:
@@ -250,7 +256,9 @@ def _results_context(agent: Agent, run: Run, outcomes: list, view: dict[str, Any
     )
     cards = {card.outcome.case_pk: card for card in selectors.case_card_list(run=run, outcomes=page.outcomes)}
     base = {"filter": view["filter"], "sort": view["sort"]}
-    more_params = {**base, "after": page.next_after} if page.next_after is not None else {**base, "offset": page.next_offset}
+    more_params = (
+        {**base, "after": page.next_after} if page.next_after is not None else {**base, "offset": page.next_offset}
+    )
     live = run.is_active or run.summary_pending
     return {
         "agent": agent,
@@ -258,8 +266,7 @@ def _results_context(agent: Agent, run: Run, outcomes: list, view: dict[str, Any
         "view": view,
         # Cards for finished cases, empty slots (filled by the poll) for the rest.
         "items": [(outcome, cards.get(outcome.case_pk)) for outcome in page.outcomes],
-        "counts": selectors.case_filter_counts(outcomes),
-        "filters": selectors.FILTERS,
+        "filter_tabs": _filter_tabs(outcomes),
         "sorts": selectors.SORTS,
         "has_more": page.next_after is not None or page.next_offset is not None,
         "more_query": urlencode(more_params),
@@ -269,6 +276,11 @@ def _results_context(agent: Agent, run: Run, outcomes: list, view: dict[str, Any
         "first_page": not view["after"] and not view["offset"],
         "case_total": len(outcomes),
     }
+
+
+def _filter_tabs(outcomes: list) -> list[tuple[str, str, int]]:
+    counts = selectors.case_filter_counts(outcomes)
+    return [(name, label, counts[name]) for name, label in selectors.FILTERS.items()]
 
 
 def _summary_context(run: Run) -> dict[str, Any]:
@@ -293,16 +305,18 @@ def _charts_context(run: Run, outcomes: list) -> dict[str, Any]:
 
 @login_required
 @require_GET
-def run_compare_view(request: AuthedRequest, agent_id: int) -> HttpResponse:
+def run_compare(request: AuthedRequest, agent_id: int) -> HttpResponse:
     agent = _get_agent_for_user(request, agent_id)
     form = CompareForm(request.GET or None, agent=agent)
-    comparison = run_compare(a=form.cleaned_data["a"], b=form.cleaned_data["b"]) if form.is_valid() else None
+    compared = comparison.run_compare(a=form.cleaned_data["a"], b=form.cleaned_data["b"]) if form.is_valid() else None
     runs = list(selectors.run_list(agent=agent)[:300])
     context = {
         "agent": agent,
         "form": form,
-        "comparison": comparison,
-        "run_groups": [(name, list(group)) for name, group in groupby(sorted(runs, key=_dataset_key), key=_dataset_label)],
+        "comparison": compared,
+        "run_groups": [
+            (name, list(group)) for name, group in groupby(sorted(runs, key=_dataset_key), key=_dataset_label)
+        ],
         "selected_a": _selected(form, "a"),
         "selected_b": _selected(form, "b"),
     }

@@ -64,9 +64,11 @@ def money(value: Any) -> str:
 
 
 @register.filter
-def pretty_json(value: Any) -> str:
-    """Tool arguments and other JSON, indented (autoescaped by the template like any text)."""
-    return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, default=str)
+def compact_json(value: Any) -> str:
+    """Tool arguments on one line, without the outer braces: plan="enterprise", seats=25."""
+    if isinstance(value, dict):
+        return ", ".join(f"{key}={json.dumps(item, ensure_ascii=False, default=str)}" for key, item in value.items())
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 @register.filter
@@ -97,7 +99,7 @@ def scorer_value(row: dict[str, Any]) -> str:
     """A scorer row's figure: similarity as a percentage, pass/fail checks as words."""
     value = row.get("score")
     if value is None:
-        return "not computed"
+        return "" if row.get("passed") is not None else "not computed"
     return f"{100 * float(value):.0f}%"
 
 

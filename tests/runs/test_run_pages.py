@@ -22,9 +22,9 @@ def test_the_list_shows_each_run_with_its_counters(client_alice, run):
     response = client_alice.get(reverse("runs:list", args=[run.agent_id]))
     body = response.content.decode()
     assert response.status_code == 200
-    assert f"#{run.pk} {run.dataset_name}" in body
+    assert f'<span class="run-card-dataset">{run.dataset_name}</span>' in body
     assert "Completed" in body
-    assert "3 / 3" in body
+    assert 'Passed</dt><dd class="green-text">3<' in body
 
 
 def test_the_list_has_an_empty_state(client_alice, agent):

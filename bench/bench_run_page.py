@@ -1,0 +1,192 @@
+"""The run page with 1,000 results: its live poll's latency and the page's weight.
+
+A throwaway SQLite database gets a run of 1,200 cases, 1,000 of them finished. The
+Django test client (the whole middleware stack and template rendering, no network)
+then measures:
+- the poll while the run is going, as the page sends it every 3 s: the summary, the
+  filter counts and the cards of the 3 cases finished since the page's cursor;
+- the same poll when nothing new finished;
+- the full page (first 100 cards), and its size raw and gzipped;
+- the full page of a completed run of 1,000 cases, and its size.
+Figures only; nothing is asserted (the query counts are asserted in the tests).
+"""
+
+import gzip
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from run_all import bench_result  # noqa: E402
+
+POLLS = 200
+PAGES = 20
+CASES, FINISHED = 1_200, 1_000
+
+
+def main() -> None:
+    workdir = Path(tempfile.mkdtemp(prefix="evalsite-bench-page-"))
+    os.environ.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "evalsite.settings",
+            "DATABASE_URL": f"sqlite:///{workdir / 'bench.sqlite3'}",
+            "DEBUG": "false",
+        }
+    )
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    # Plain static names (no manifest from an earlier collectstatic) and no Redis-backed cache.
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    call_command("migrate", verbosity=0)
+    running, completed, user = _runs()
+
+    from django.test import Client
+    from django.urls import reverse
+
+    from runs import selectors
+
+    client = Client()
+    client.force_login(user)
+    url = reverse("runs:detail", args=[running.agent_id, running.pk])
+    done = [o.position for o in selectors.case_outcome_list(run=running) if o.done]
+    loaded = [position for position in done if position < selectors.CARDS_PER_PAGE]
+    rng = random.Random(7)
+
+    def poll(fresh: int) -> float:
+        # The page knows every finished case but `fresh` of them, as after a 3 s wait.
+        unseen = set(rng.sample(loaded, fresh)) if fresh else set()
+        seen = selectors.seen_encode(set(done) - unseen)
+        started = time.perf_counter()
+        response = client.get(url, {"seen": seen, "upto": selectors.CARDS_PER_PAGE}, HTTP_HX_REQUEST="true")
+        elapsed = (time.perf_counter() - started) * 1000
+        assert response.status_code == 200, response.status_code
+        assert response.content.count(b'class="result-card ') == fresh
+        return elapsed
+
+    for _ in range(10):
+        poll(3)  # warm up: templates compiled, connections open
+    with_cards = sorted(poll(3) for _ in range(POLLS))
+    nothing_new = sorted(poll(0) for _ in range(POLLS))
+    _report("poll, 3 new cards", with_cards, f"{FINISHED:,} of {CASES:,} results finished")
+    _report("poll, nothing new", nothing_new, "summary and filter counts only")
+
+    page_times, body = [], b""
+    for _ in range(PAGES):
+        started = time.perf_counter()
+        body = client.get(url).content
+        page_times.append((time.perf_counter() - started) * 1000)
+    bench_result("run page median", statistics.median(page_times), "ms", f"{PAGES} loads, first 100 cards")
+    bench_result("run page weight", len(body) / 1024, "KiB", f"{len(gzip.compress(body)) / 1024:.0f} KiB gzipped")
+
+    done_url = reverse("runs:detail", args=[completed.agent_id, completed.pk])
+    done_body = client.get(done_url).content
+    bench_result(
+        "completed run page weight",
+        len(done_body) / 1024,
+        "KiB",
+        f"1,000 cases, first 100 cards; {len(gzip.compress(done_body)) / 1024:.0f} KiB gzipped",
+    )
+
+
+def _report(name: str, samples: list[float], note: str) -> None:
+    bench_result(f"{name} median", statistics.median(samples), "ms", note)
+    bench_result(f"{name} p95", samples[int(0.95 * len(samples)) - 1], "ms", f"{len(samples)} polls; aim < 50 ms")
+
+
+def _runs():  # type: ignore[no-untyped-def]
+    """A running run (1,000 of 1,200 finished) and a completed one of 1,000 cases."""
+    from decimal import Decimal
+
+    from django.contrib.auth.models import User
+    from django.utils import timezone
+
+    from accounts.models import Membership, Team
+    from agents.models import Agent, AgentVersion
+    from datasets.models import Dataset
+    from runs.models import Result, Run, RunCase
+
+    team = Team.objects.create(name="Bench")
+    user = User.objects.create_user("bench", password="bench-password-1")
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    agent = Agent.objects.create(team=team, name="Bench agent", kind=Agent.Kind.KNOWLEDGE)
+    agent.current_version = AgentVersion.objects.create(agent=agent, number=1, knowledge="Refunds: 30 days.")
+    agent.save()
+    dataset = Dataset.objects.create(agent=agent, name="Bench dataset", status=Dataset.Status.READY)
+    answer = "Refunds are available within 30 days of purchase, on every plan, with no questions asked. " * 3
+
+    def make(cases: int, finished: int, status: str) -> Run:
+        run = Run.objects.create(
+            agent=agent, agent_version=agent.current_version, dataset=dataset, dataset_name=dataset.name,
+            status=status, scoring={"pass_threshold": 7}, scorer=Run.Scorer.OFFLINE, total=cases,
+            started_at=timezone.now(), finished_at=None if status == Run.Status.RUNNING else timezone.now(),
+            summary_note="" if status == Run.Status.RUNNING else "No summary: no model is configured.",
+        )  # fmt: skip
+        rows = RunCase.objects.bulk_create(
+            RunCase(
+                run=run,
+                position=n,
+                question=f"Question {n}: how long is the refund window on plan {n % 7}?",
+                expected_answer="Refunds are available within 30 days of purchase.",
+                data={"tags": [f"tag-{n % 5}", "refunds"], "documents": []},
+            )  # fmt: skip
+            for n in range(cases)
+        )
+        results = []
+        for case in rows:
+            done = case.position < finished
+            state = (Result.Status.PASS if case.position % 4 else Result.Status.FAIL) if done else Result.Status.PENDING
+            results.append(
+                Result(
+                    run=run,
+                    case=case,
+                    status=state,
+                    question=case.question,
+                    actual_answer=answer if done else "",
+                    score=(9.0 if state == "pass" else 3.0) if done else None,
+                    verdict="Correct" if state == "pass" else "Incorrect",
+                    duration_ms=420 if done else None,
+                    reasoning="Offline reference scorer: 1 of 1 key points of the expected answer are in the answer.",
+                    scorers=[
+                        {
+                            "name": "jaccard",
+                            "label": "Jaccard similarity",
+                            "score": 0.41,
+                            "passed": None,
+                            "detail": "Shared words.",
+                        },
+                        {"name": "rouge_l", "label": "ROUGE-L", "score": 0.52, "passed": None, "detail": "LCS F1."},
+                    ],
+                    agent_tokens=120,
+                    judge_tokens=0,
+                    agent_cost=Decimal("0.0001"),
+                    finished_at=timezone.now() if done else None,
+                )  # fmt: skip
+            )
+        Result.objects.bulk_create(results, batch_size=500)
+        passed = sum(1 for r in results if r.status == Result.Status.PASS)
+        failed = sum(1 for r in results if r.status == Result.Status.FAIL)
+        Run.objects.filter(pk=run.pk).update(
+            completed=finished, passed=passed, failed=failed, score_total=9.0 * passed + 3.0 * failed
+        )
+        run.refresh_from_db()
+        return run
+
+    return make(CASES, FINISHED, Run.Status.RUNNING), make(1_000, 1_000, Run.Status.COMPLETED), user
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,198 @@
+"""`manage.py evalrun`, the CI gate: exit codes, progress, reports."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from datasets.models import Dataset
+from runs.models import Run
+from tests.factories import AgentFactory, DatasetFactory, TestCaseFactory
+from tests.runs.review_helpers import CaseSpec, build_run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def dataset(agent):
+    dataset = DatasetFactory(agent=agent, name="Refund policy")
+    TestCaseFactory(dataset=dataset)
+    return dataset
+
+
+def _finished(agent, dataset, outcomes, status=Run.Status.COMPLETED, key="ci-42"):
+    """A run the command attaches to through its request key (as a retried CI job would)."""
+    cases = [CaseSpec(question=f"Q{n}", repeats=[outcome]) for n, outcome in enumerate(outcomes)]
+    return build_run(agent=agent, dataset=dataset, cases=cases, status=status, request_key=key)
+
+
+def _evalrun(*args, **kwargs):
+    """(exit code, stdout, stderr) of the command."""
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command("evalrun", *args, stdout=out, stderr=err, **kwargs)
+        code = 0
+    except SystemExit as exit:
+        code = exit.code
+    except CommandError as error:
+        code = error.returncode
+        err.write(str(error))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.django_db
+def test_a_pass_rate_at_the_threshold_exits_0_and_writes_the_reports(agent, dataset, tmp_path):
+    run = _finished(agent, dataset, [("pass", 9.0)] * 4 + [("fail", 2.0)])
+    code, out, _ = _evalrun(
+        "--agent", str(agent.pk), "--dataset", dataset.name, "--threshold", "0.8", "--wait",
+        "--output", str(tmp_path / "reports"), "--request-key", "ci-42",
+    )  # fmt: skip
+    assert code == 0
+    assert f"Attached to run #{run.pk}" in out
+    assert "Results: 4/5 passed (80.0%)" in out
+    assert "meets the threshold of 80.0%" in out
+    report = json.loads((tmp_path / "reports" / f"run-{run.pk}.json").read_text())
+    assert report["run"]["id"] == run.pk and len(report["results"]) == 5
+    assert "Refund policy" in (tmp_path / "reports" / f"run-{run.pk}.html").read_text()
+
+
+@pytest.mark.django_db
+def test_a_pass_rate_below_the_threshold_exits_1(agent, dataset):
+    _finished(agent, dataset, [("pass", 9.0)] * 4 + [("fail", 2.0)])
+    code, out, _ = _evalrun(
+        "--agent", agent.name, "--dataset", str(dataset.pk), "--threshold", "0.9", "--wait", "--request-key", "ci-42"
+    )
+    assert code == 1
+    assert "Results: 4/5 passed (80.0%)" in out
+    assert "Below the threshold: 80.0% < 90.0%." in out
+
+
+@pytest.mark.django_db
+def test_the_default_threshold_wants_every_case_to_pass(agent, dataset):
+    _finished(agent, dataset, [("pass", 9.0), ("error", None)])
+    code, out, _ = _evalrun("--agent", agent.name, "--dataset", dataset.name, "--wait", "--request-key", "ci-42")
+    assert code == 1
+    assert "Results: 1/2 passed (50.0%)" in out
+
+
+@pytest.mark.django_db
+def test_a_failed_run_exits_2(agent, dataset):
+    _finished(agent, dataset, [], status=Run.Status.FAILED)
+    Run.objects.update(error="This knowledge agent has no knowledge text.")
+    code, out, _ = _evalrun(
+        "--agent", agent.name, "--dataset", dataset.name, "--wait", "--threshold", "0", "--request-key", "ci-42"
+    )
+    assert code == 2
+    assert "The run failed: This knowledge agent has no knowledge text." in out
+
+
+@pytest.mark.django_db
+def test_json_output_is_machine_readable(agent, dataset, tmp_path):
+    run = _finished(agent, dataset, [("pass", 9.0), ("fail", 1.0)])
+    code, out, err = _evalrun(
+        "--agent", agent.name, "--dataset", dataset.name, "--wait", "--json", "--threshold", "0.5",
+        "--output", str(tmp_path), "--request-key", "ci-42",
+    )  # fmt: skip
+    result = json.loads(out)
+    assert code == 0
+    assert result == {
+        "run_id": run.pk,
+        "status": "completed",
+        "passed": 1,
+        "failed": 1,
+        "errored": 0,
+        "total": 2,
+        "pass_rate": 0.5,
+        "threshold": 0.5,
+        "average_score": 5.0,
+        "ok": True,
+        "exit_code": 0,
+        "reports": {"json": str(tmp_path / f"run-{run.pk}.json"), "html": str(tmp_path / f"run-{run.pk}.html")},
+    }
+    assert "Attached to run" in err and "Wrote" in err
+
+
+@pytest.mark.django_db
+def test_without_wait_it_starts_a_run_and_prints_its_id(agent, dataset, no_llm):
+    code, out, _ = _evalrun("--agent", agent.name, "--dataset", dataset.name)
+    run = Run.objects.get()
+    assert code == 0
+    assert f"Run id: {run.pk}" in out
+    assert run.status == Run.Status.PENDING and run.created_by is None
+    assert run.total == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--agent", "No such agent", "--dataset", "Refund policy"], "No agent “No such agent”"),
+        (["--agent", "Support bot", "--dataset", "No such dataset"], "has no dataset “No such dataset”"),
+        (["--agent", "Support bot", "--dataset", "Refund policy", "--threshold", "80"], "between 0 and 1"),
+    ],
+)
+def test_bad_arguments_exit_2(agent, dataset, args, message):
+    code, _, err = _evalrun(*args)
+    assert code == 2
+    assert message in err
+    assert not Run.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_dataset_that_is_not_ready_exits_2(agent, dataset):
+    Dataset.objects.filter(pk=dataset.pk).update(status=Dataset.Status.EXTRACTING)
+    code, _, err = _evalrun("--agent", agent.name, "--dataset", dataset.name, "--wait")
+    assert code == 2
+    assert "still being prepared" in err
+
+
+@pytest.mark.django_db
+def test_an_ambiguous_agent_name_exits_2(agent, dataset, other_team):
+    AgentFactory(team=other_team, name=agent.name)
+    code, _, err = _evalrun("--agent", agent.name, "--dataset", dataset.name)
+    assert code == 2
+    assert "use the id" in err
+
+
+def test_a_missing_argument_exits_2_from_the_command_line():
+    completed = subprocess.run(
+        [sys.executable, "manage.py", "evalrun", "--dataset", "x"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 2
+    assert "--agent" in completed.stderr
+
+
+@pytest.mark.worker
+def test_a_real_run_through_a_worker(celery_worker, make_dataset, agent, no_llm, tmp_path):
+    """End to end: the command starts the run, a real worker scores it offline, the gate decides."""
+    dataset = make_dataset(4, agent=agent)
+    dataset.cases.create(
+        position=9, question="What is the SLA credit?", expected_answer="The SLA credit is 10% per hour."
+    )
+    worker = celery_worker(concurrency=2)
+
+    code, out, _ = _evalrun(
+        "--agent", str(agent.pk), "--dataset", str(dataset.pk), "--threshold", "0.8", "--wait",
+        "--output", str(tmp_path), "--interval", "0.3",
+    )  # fmt: skip
+
+    run = Run.objects.get()
+    assert run.status == Run.Status.COMPLETED, worker.read_log()[-3000:]
+    assert code == 0
+    assert "Results: 4/5 passed (80.0%)" in out
+    assert "Running:" in out or "Pending:" in out  # progress lines while waiting
+    assert json.loads((tmp_path / f"run-{run.pk}.json").read_text())["run"]["scorer"] == "offline"
+    assert (tmp_path / f"run-{run.pk}.html").exists()
+
+    code, out, _ = _evalrun("--agent", str(agent.pk), "--dataset", str(dataset.pk), "--wait", "--interval", "0.3")
+    assert code == 1  # the default threshold: every case
+    assert "Results: 4/5 passed (80.0%)" in out

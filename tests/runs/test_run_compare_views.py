@@ -1,0 +1,110 @@
+"""The comparison page."""
+
+import pytest
+from django.urls import reverse
+
+from agents.models import AgentVersion
+from tests.factories import AgentFactory, DatasetFactory
+from tests.runs.review_helpers import XSS, CaseSpec, build_run
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def pair(agent):
+    dataset = DatasetFactory(agent=agent)
+    v2 = AgentVersion.objects.create(agent=agent, number=2)
+    a = build_run(
+        agent=agent,
+        dataset=dataset,
+        cases=[
+            CaseSpec(question="Refund window?", repeats=[("pass", 9.0)]),
+            CaseSpec(question="SLA credit?", repeats=[("fail", 2.0)]),
+        ],
+    )
+    b = build_run(
+        agent=agent,
+        dataset=dataset,
+        version=v2,
+        cases=[
+            CaseSpec(question="Refund window?", repeats=[("fail", 4.0)]),
+            CaseSpec(question="SLA credit?", repeats=[("pass", 9.0)]),
+        ],
+    )
+    return a, b
+
+
+def _url(agent, **params):
+    return reverse("runs:compare", args=[agent.pk]), params
+
+
+def test_the_page_lists_regressions_and_fixes_first(client_alice, agent, pair):
+    a, b = pair
+    url, params = _url(agent, a=a.pk, b=b.pk)
+    body = client_alice.get(url, params).content.decode()
+    assert "Directly comparable" in body and "version 1 → 2" in body
+    assert "1 regression" in body and "1 fix" in body
+    table = body[body.index('class="table compare-table"') :]
+    assert table.index("Regression") < table.index("Fixed")
+    assert table.index(">Refund window?</div>") < table.index(">SLA credit?</div>")
+    assert '<span class="delta-bad">-5</span>' in table
+    assert '<span class="delta-good">+7</span>' in table
+    assert f'href="{reverse("runs:detail", args=[agent.pk, b.pk])}#case-0"' in body
+
+
+def test_runs_that_differ_beyond_the_agent_are_labelled(client_alice, agent, pair):
+    a, b = pair
+    b.scoring = {**b.scoring, "judge_prompt": "Be lenient."}
+    b.save()
+    body = client_alice.get(*_url(agent, a=a.pk, b=b.pk)).content.decode()
+    assert "Not directly comparable." in body
+    assert "Judge prompt: changed between the runs." in body
+
+
+def test_runs_of_different_datasets_are_refused(client_alice, agent, pair):
+    a, _ = pair
+    other = build_run(agent=agent, dataset=DatasetFactory(agent=agent, name="Billing"), cases=[CaseSpec()])
+    body = client_alice.get(*_url(agent, a=a.pk, b=other.pk)).content.decode()
+    assert "pick two runs of the same dataset" in body
+    assert "compare-table" not in body
+
+
+def test_a_run_of_another_agent_is_refused(client_alice, agent, team, pair):
+    a, _ = pair
+    foreign_agent = AgentFactory(team=team)
+    foreign = build_run(agent=foreign_agent, dataset=DatasetFactory(agent=foreign_agent), cases=[CaseSpec()])
+    body = client_alice.get(*_url(agent, a=a.pk, b=foreign.pk)).content.decode()
+    assert "Pick a run of this agent." in body
+
+
+def test_without_a_choice_the_pickers_are_shown(client_alice, agent, pair):
+    body = client_alice.get(reverse("runs:compare", args=[agent.pk])).content.decode()
+    assert "Pick two runs of one dataset" in body
+    assert body.count(f'<option value="{pair[0].pk}"') == 2
+
+
+def test_htmx_gets_the_comparison_alone(client_alice, agent, pair):
+    a, b = pair
+    response = client_alice.get(*_url(agent, a=a.pk, b=b.pk), HTTP_HX_REQUEST="true")
+    body = response.content.decode()
+    assert body.lstrip().startswith('<div id="compare-body"')
+    assert "<html" not in body
+
+
+def test_case_text_is_escaped(client_alice, agent):
+    dataset = DatasetFactory(agent=agent)
+    a = build_run(agent=agent, dataset=dataset, cases=[CaseSpec(question=XSS)])
+    b = build_run(agent=agent, dataset=dataset, cases=[CaseSpec(question=XSS, repeats=[("fail", 1.0)])])
+    body = client_alice.get(*_url(agent, a=a.pk, b=b.pk)).content.decode()
+    assert "<script>alert" not in body
+    assert "&lt;script&gt;" in body
+
+
+def test_it_only_accepts_get(client_alice, agent):
+    assert client_alice.post(reverse("runs:compare", args=[agent.pk])).status_code == 405
+
+
+def test_outsiders_get_404_and_anonymous_visitors_log_in(client_charlie, client, agent, pair):
+    a, b = pair
+    assert client_charlie.get(*_url(agent, a=a.pk, b=b.pk)).status_code == 404
+    assert client.get(reverse("runs:compare", args=[agent.pk]))["Location"].startswith(reverse("accounts:login"))
