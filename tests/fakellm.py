@@ -54,6 +54,7 @@ class Rule:
     tool_calls: list[dict[str, Any]] | None = None
     status: int | None = None
     error: str | None = None
+    code: str | None = None
     headers: dict[str, str] | None = None
     delay: float = 0.0
     hang: bool = False
@@ -164,6 +165,7 @@ class FakeLLM:
         tool_calls: list[dict[str, Any]] | None = None,
         status: int | None = None,
         error: str | None = None,
+        code: str | None = None,
         headers: dict[str, str] | None = None,
         delay: float = 0.0,
         hang: bool = False,
@@ -176,10 +178,11 @@ class FakeLLM:
         reply: assistant text. json: object sent as the JSON text of the answer.
         tool_calls: [{"name", "arguments": dict | str, "id"?}]. status: answer with an
         OpenAI-style error body (`error` overrides its message, e.g. a context-length
-        text). headers: extra response headers (Retry-After). delay: seconds before
-        answering. hang: never answer until the client disconnects, reset()/stop() or
-        HANG_LIMIT_SECONDS. broken_json: answer truncated JSON. times: fire at most N
-        times, then skip. handler(request) -> dict of the same keys, computed per call.
+        text; `code` its error code, e.g. "context_length_exceeded"). headers: extra
+        response headers (Retry-After). delay: seconds before answering. hang: never
+        answer until the client disconnects, reset()/stop() or HANG_LIMIT_SECONDS.
+        broken_json: answer truncated JSON. times: fire at most N times, then skip.
+        handler(request) -> dict of the same keys, computed per call.
         """
         rule = Rule(
             task=task,
@@ -190,6 +193,7 @@ class FakeLLM:
             tool_calls=tool_calls,
             status=status,
             error=error,
+            code=code,
             headers=headers,
             delay=delay,
             hang=hang,
@@ -317,11 +321,13 @@ class FakeLLM:
     def _build_reply(self, path: str, body: dict[str, Any], record: RecordedRequest, spec: dict[str, Any]) -> _Reply:
         extra_headers = dict(spec.get("headers") or {})
         if spec.get("status"):
-            return _Reply(spec["status"], _error_body(spec["status"], spec.get("error")), extra_headers)
+            return _Reply(
+                spec["status"], _error_body(spec["status"], spec.get("error"), spec.get("code")), extra_headers
+            )
         if path.endswith("/embeddings"):
             return _Reply(200, _embedding_body(body), extra_headers)
         if self._context_window is not None and len(record.text) > self._context_window:
-            return _Reply(400, _error_body(400, _context_message(self._context_window)), extra_headers)
+            return _Reply(400, _context_error_body(self._context_window, record.text), extra_headers)
         return _Reply(200, _chat_body(body, record, spec), extra_headers)
 
 
@@ -335,6 +341,7 @@ def _rule_spec(rule: Rule, record: RecordedRequest) -> dict[str, Any]:
         "tool_calls": rule.tool_calls,
         "status": rule.status,
         "error": rule.error,
+        "code": rule.code,
         "headers": rule.headers,
         "delay": rule.delay,
         "hang": rule.hang,
@@ -400,7 +407,7 @@ def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _error_body(status: int, message: str | None) -> dict[str, Any]:
+def _error_body(status: int, message: str | None, code: str | None = None) -> dict[str, Any]:
     kinds = {
         400: "invalid_request_error",
         401: "invalid_api_key",
@@ -409,11 +416,24 @@ def _error_body(status: int, message: str | None) -> dict[str, Any]:
         429: "rate_limit_exceeded",
     }
     kind = kinds.get(status, "server_error")
-    return {"error": {"message": message or f"Fake error {status}", "type": kind, "param": None, "code": kind}}
+    return {"error": {"message": message or f"Fake error {status}", "type": kind, "param": None, "code": code or kind}}
 
 
-def _context_message(limit: int) -> str:
-    return f"This model's maximum context length is {limit} tokens. However, your messages resulted in more tokens."
+def _context_error_body(limit_chars: int, text: str) -> dict[str, Any]:
+    """OpenAI's own 400 for a prompt over the window (code context_length_exceeded), in the
+    fake's 4-characters-a-token units, so clients are tested against the real shape."""
+    message = (
+        f"This model's maximum context length is {max(1, limit_chars // 4)} tokens. However, your messages "
+        f"resulted in {_tokens(text)} tokens. Please reduce the length of the messages."
+    )
+    return {
+        "error": {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
 
 
 def _embedding_body(body: dict[str, Any]) -> dict[str, Any]:
@@ -493,6 +513,10 @@ def _client_gone(connection: socket.socket) -> bool:
 def _make_handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
     class FakeLLMHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, like a real provider
+        # TCP_NODELAY: headers and body go out as two writes, and with Nagle the body would
+        # wait for the client's delayed ACK (40 ms a request on Linux), a latency no real
+        # provider adds and one that would swamp the run benchmarks.
+        disable_nagle_algorithm = True
 
         def do_GET(self) -> None:
             if self.path.rstrip("/") in ("/v1/models", "/models"):
