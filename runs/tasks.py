@@ -18,11 +18,12 @@ DATABASE_RETRY = {
 }
 
 
-@shared_task(**DATABASE_RETRY)
-def run_execute_case(result_id: int, token: str) -> None:
+@shared_task(bind=True, **DATABASE_RETRY)
+def run_execute_case(self, result_id: int, token: str) -> None:
     from runs.services import run_execute_case
 
-    run_execute_case(result_id=result_id, token=token)
+    # A retry after a database error is this message again, not a worker that died.
+    run_execute_case(result_id=result_id, token=token, retry=self.request.retries > 0)
 
 
 @shared_task(**DATABASE_RETRY)

@@ -28,9 +28,13 @@ logger = logging.getLogger(__name__)
 MAX_CASE_ATTEMPTS = 3
 
 
-def run_execute_case(*, result_id: int, token: str) -> None:
-    """Claim, run and save one result. A message whose token is stale finds nothing to do."""
-    result = _result_claim(result_id, token)
+def run_execute_case(*, result_id: int, token: str, retry: bool = False) -> None:
+    """Claim, run and save one result. A message whose token is stale finds nothing to do.
+
+    `retry` is the task retrying its own database error: the claim is taken up again
+    without counting an attempt, since `attempts` counts workers lost on this case.
+    """
+    result = _result_claim(result_id, token, count_attempt=not retry)
     if result is None:
         return
     run = result.run
@@ -64,11 +68,12 @@ def run_execute_case(*, result_id: int, token: str) -> None:
     _result_save(result, token, outcome)
 
 
-def _result_claim(result_id: int, token: str) -> Result | None:
+def _result_claim(result_id: int, token: str, *, count_attempt: bool = True) -> Result | None:
     # Running with the same token is our own message coming back (a retry after a database
     # error, or a redelivery after the pool child died): take it up again.
+    attempts = F("attempts") + 1 if count_attempt else F("attempts")
     claimed = Result.objects.filter(pk=result_id, token=token, status__in=Result.IN_FLIGHT_STATUSES).update(
-        status=Result.Status.RUNNING, claimed_at=timezone.now(), attempts=F("attempts") + 1
+        status=Result.Status.RUNNING, claimed_at=timezone.now(), attempts=attempts
     )
     if not claimed:
         return None

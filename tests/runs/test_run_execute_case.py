@@ -76,6 +76,19 @@ def test_the_same_message_coming_back_after_a_crash_takes_the_case_up_again(make
     assert (result.status, result.attempts) == (Result.Status.PASS, 2)
 
 
+def test_retrying_a_database_error_is_not_counted_as_a_lost_worker(make_dataset, alice, no_llm):
+    run = _start(make_dataset(1), alice)
+    result = Result.objects.get(run=run)
+    # Claimed as often as a dying worker may, then the database went away before the save:
+    # the task's own retry must still score the case, not give it up as killed.
+    Result.objects.filter(pk=result.pk).update(status=Result.Status.RUNNING, attempts=services.MAX_CASE_ATTEMPTS)
+
+    services.run_execute_case(result_id=result.pk, token=result.token, retry=True)
+
+    result.refresh_from_db()
+    assert (result.status, result.attempts) == (Result.Status.PASS, services.MAX_CASE_ATTEMPTS)
+
+
 def test_a_case_that_keeps_killing_its_worker_becomes_an_error(make_dataset, alice, no_llm):
     run = _start(make_dataset(1), alice)
     result = Result.objects.get(run=run)
