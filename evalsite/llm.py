@@ -441,7 +441,9 @@ def _mapped_error(exc: Exception, *, attempts: int, timeout: float) -> LLMError 
     # Order matters: litellm reports timeouts and refused connections as 408/500 errors.
     if any(isinstance(e, openai.APITimeoutError | httpx.TimeoutException) for e in causes):
         return error("timeout", f"The model did not answer within {timeout:g} s{after}.", retryable=True)
-    if isinstance(exc, litellm.ContextWindowExceededError):
+    # litellm spots a context-window error by its message's wording; newer wordings only
+    # carry OpenAI's error code, which the BadRequestError keeps.
+    if isinstance(exc, litellm.ContextWindowExceededError) or getattr(exc, "code", None) == "context_length_exceeded":
         return error("context_window", "The conversation is longer than the model's context window.")
     if isinstance(exc, litellm.ContentPolicyViolationError):
         return error("content_policy", "The model provider refused the request under its content policy.")

@@ -268,6 +268,20 @@ def test_it_never_retries_client_errors(fake_llm, status, error, kind, message):
     assert fake_llm.count() == 1
 
 
+def test_a_context_window_error_known_only_by_its_code_is_still_one(fake_llm):
+    # Newer provider wordings that litellm's message matching doesn't know.
+    fake_llm.add_rule(
+        status=400, error="Your input exceeds the context window of this model.", code="context_length_exceeded"
+    )
+
+    with pytest.raises(llm.LLMError) as caught:
+        llm.complete(HELLO, task="agent")
+
+    assert caught.value.kind == "context_window"
+    assert caught.value.message == "The conversation is longer than the model's context window."
+    assert (caught.value.attempts, fake_llm.count()) == (1, 1)
+
+
 def test_a_case_longer_than_the_context_window_fails_on_its_own(fake_llm):
     fake_llm.set_context_window(1000)
 
