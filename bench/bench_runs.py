@@ -29,6 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from run_all import bench_result  # noqa: E402  (bench/ is on the path: this script's own folder)
+
 CONCURRENCY = 3
 LATENCY = 0.2
 
@@ -221,6 +223,12 @@ def main() -> None:
         f"{timed['elapsed']:.1f} s vs ideal {ideal:.1f} s = {timed['elapsed'] / ideal:.3f} x ideal (aim <= 1.05)",
         flush=True,
     )
+    bench_result(
+        "300-case run vs ideal (200 ms agent + judge, concurrency 3)" if args.cases == 300 else "run vs ideal",
+        timed["elapsed"] / ideal,
+        "x ideal",
+        f"{timed['elapsed']:.1f} s vs {ideal:.0f} s; {connection.vendor}; aim <= 1.05",
+    )
 
     overhead = _measure(args.overhead_cases, 0.0, worker_concurrency=CONCURRENCY)
     rate = args.overhead_cases / overhead["elapsed"]
@@ -229,6 +237,7 @@ def main() -> None:
         f"{rate:.1f} cases/s (aim >= 60/s)",
         flush=True,
     )
+    bench_result("pure overhead, 0 ms latency", rate, "cases/s", f"{args.overhead_cases} cases; aim >= 60")
     # CPU per case is what the machine's load can't distort: the rate the worker could
     # reach with the machine's cores to itself (the fake server's share not counted).
     cpu = overhead["cpu_ms_per_case"]
@@ -238,6 +247,7 @@ def main() -> None:
         f"load average now {os.getloadavg()[0]:.1f}",
         flush=True,
     )
+    bench_result("worker CPU per case", cpu, "ms", "Celery, Django, engine, litellm x2")
 
     peak = max(timed["peak_total_mb"], overhead["peak_total_mb"])
     per_process = max(timed["peak_process_mb"], overhead["peak_process_mb"])
@@ -245,6 +255,9 @@ def main() -> None:
         f"Peak worker memory: {peak:.0f} MB PSS for the whole worker (main process + {CONCURRENCY} pool children "
         f"sharing what was loaded before the fork); largest single process {per_process:.0f} MB RSS",
         flush=True,
+    )
+    bench_result(
+        "peak worker memory (PSS)", peak, "MB", f"main + {CONCURRENCY} children; largest {per_process:.0f} MB RSS"
     )
 
 
