@@ -9,7 +9,6 @@ JSON Schema with one repair round, and records tokens and cost per call.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import logging
@@ -382,6 +381,11 @@ _UNPRICED_MODELS: set[str] = set()
 
 
 def _cost(response: Any) -> float:
+    # litellm has priced the response already (its x-litellm-response-cost figure):
+    # pricing it again took as long as the rest of litellm's bookkeeping for a call.
+    priced = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+    if priced is not None:
+        return float(priced)
     model = getattr(response, "model", None) or ""
     if model in _UNPRICED_MODELS:
         return 0.0
@@ -391,10 +395,17 @@ def _cost(response: Any) -> float:
     except Exception:  # no known price (a local or fake model): cost must never fail a call
         _UNPRICED_MODELS.add(model)
         provider = (getattr(response, "_hidden_params", None) or {}).get("custom_llm_provider") or "openai"
-        with contextlib.suppress(Exception):
+        litellm_logger = logging.getLogger("LiteLLM")
+        level = litellm_logger.level
+        litellm_logger.setLevel(logging.ERROR)  # its warning that cache pricing defaults to 0: expected here
+        try:
             litellm.register_model(
                 {model: {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0, "litellm_provider": provider}}
             )
+        except Exception:
+            logger.info("Could not register model %s at zero price with litellm", model, exc_info=True)
+        finally:
+            litellm_logger.setLevel(level)
         return 0.0
 
 
