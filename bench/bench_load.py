@@ -156,6 +156,13 @@ class WebServer:
     """gunicorn in its own session, started as `make run` starts it (minus --reload)."""
 
     def __init__(self, env: dict[str, str], workers: int) -> None:
+        if (ROOT / "staticfiles" / "staticfiles.json").exists():
+            # `make run` collected the static files once; a manifest older than the code
+            # would make every page fail, so bring it up to date as `make run` does.
+            subprocess.run(
+                [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
+                cwd=ROOT, env=env, check=True,
+            )  # fmt: skip
         self.port = _free_port()
         self.log_path = Path(tempfile.mkdtemp(prefix="evalsite-bench-web-")) / "gunicorn.log"
         self.log = open(self.log_path, "w")
