@@ -32,25 +32,8 @@ class AgentVersionAdmin(admin.ModelAdmin):
     list_display = ["__str__", "agent", "number", "note", "created_by", "created_at"]
     list_filter = ["agent__kind"]
     search_fields = ["agent__name", "note"]
-    # http_headers is left out on purpose: its values are secrets, even for staff.
-    fields = [
-        "agent",
-        "number",
-        "note",
-        "instructions",
-        "skills",
-        "knowledge",
-        "guardrails",
-        "model",
-        "temperature",
-        "tools",
-        "http_url",
-        "http_header_names",
-        "http_timeout",
-        "rolled_back_from",
-        "created_by",
-        "created_at",
-    ]
+    # CONFIG_FIELDS has http_header_names, not http_headers: header values are secrets, even for staff.
+    fields = ["agent", "number", "note", *AgentVersion.CONFIG_FIELDS, "rolled_back_from", "created_by", "created_at"]
     readonly_fields = fields
 
     def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]

@@ -14,6 +14,7 @@ from django.forms import BaseFormSet, formset_factory
 
 from agents.models import Agent
 from agents.services import HEADER_NAME_RE, HTTP_TIMEOUT_MAX, KIND_FIELDS, TOOL_NAME_RE
+from evalsite.forms import optional_textarea
 
 
 class AgentForm(forms.Form):
@@ -22,26 +23,15 @@ class AgentForm(forms.Form):
         max_length=500, required=False, help_text="One line: what the agent does and for whom."
     )
     kind = forms.ChoiceField(choices=Agent.Kind.choices, initial=Agent.Kind.LLM, widget=forms.RadioSelect)
-    instructions = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 8}),
-        help_text="The system prompt: role, tone, what to do and not do.",
-    )
-    skills = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 5}),
-        help_text="Procedures the agent follows, e.g. “To process a refund: …”.",
-    )
-    knowledge = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 10}),
+    instructions = optional_textarea(8, help_text="The system prompt: role, tone, what to do and not do.")
+    skills = optional_textarea(5, help_text="Procedures the agent follows, e.g. “To process a refund: …”.")
+    knowledge = optional_textarea(
+        10,
         help_text="Facts the agent may use. For a knowledge agent, separate passages with blank lines: "
         "it answers with the passage that best matches the question.",
     )
-    guardrails = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 4}),
-        help_text="Rules the agent must never break, e.g. “Never promise refunds after 30 days.”",
+    guardrails = optional_textarea(
+        4, help_text="Rules the agent must never break, e.g. “Never promise refunds after 30 days.”"
     )
     model = forms.CharField(
         max_length=200,

@@ -29,8 +29,8 @@ class Agent(models.Model):
 class AgentVersion(models.Model):
     """An immutable snapshot of an agent's configuration. Never updated once created."""
 
-    # Fields compared between versions and shown in diffs, in display order.
-    CONFIG_FIELDS = (
+    # Everything a version stores that can differ between two versions (header values included).
+    STORED_CONFIG_FIELDS = (
         "instructions",
         "skills",
         "knowledge",
@@ -39,9 +39,12 @@ class AgentVersion(models.Model):
         "temperature",
         "tools",
         "http_url",
-        "http_header_names",
+        "http_headers",
         "http_timeout",
     )
+    # Fields compared between versions and shown in diffs, in display order: the same, but
+    # header values are secrets, so only the header names take part.
+    CONFIG_FIELDS = tuple("http_header_names" if name == "http_headers" else name for name in STORED_CONFIG_FIELDS)
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()

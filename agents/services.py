@@ -17,19 +17,6 @@ from django.db.models import Max
 from accounts.models import Team
 from agents.models import Agent, AgentVersion
 
-# Everything a version stores that can differ between two versions (header values included).
-CONFIG_KEYS = (
-    "instructions",
-    "skills",
-    "knowledge",
-    "guardrails",
-    "model",
-    "temperature",
-    "tools",
-    "http_url",
-    "http_headers",
-    "http_timeout",
-)
 CONFIG_DEFAULTS: dict[str, Any] = {
     "instructions": "",
     "skills": "",
@@ -134,7 +121,14 @@ def version_config(version: AgentVersion | None) -> dict[str, Any]:
     """The full configuration of a version (header values included: server-side use only)."""
     if version is None:
         return dict(CONFIG_DEFAULTS)
-    return {key: getattr(version, key) for key in CONFIG_KEYS}
+    return {key: getattr(version, key) for key in AgentVersion.STORED_CONFIG_FIELDS}
+
+
+def _check_config_keys(config: dict[str, Any]) -> None:
+    # A misspelt setting is a programming error, not bad input: it must not vanish silently.
+    unknown = set(config) - set(AgentVersion.STORED_CONFIG_FIELDS)
+    if unknown:
+        raise TypeError(f"Unknown agent settings: {', '.join(sorted(unknown))}")
 
 
 def _version_create(
@@ -177,9 +171,7 @@ def agent_create(
     """A new agent with its version 1."""
     if kind not in Agent.Kind.values:
         raise ValidationError({"kind": "Choose LLM, HTTP or knowledge."})
-    unknown = set(config) - set(CONFIG_KEYS)
-    if unknown:
-        raise TypeError(f"Unknown agent settings: {', '.join(sorted(unknown))}")
+    _check_config_keys(config)
     name = _name_check(team=team, name=name)
     full = _config_clean(kind=kind, config={**CONFIG_DEFAULTS, **config})
     try:
@@ -203,9 +195,7 @@ def agent_update(
 ) -> Agent:
     """Rename/describe the agent and apply config changes. A changed config becomes a new
     version; an unchanged one creates nothing. Returns the agent, freshly loaded."""
-    unknown = set(config) - set(CONFIG_KEYS)
-    if unknown:
-        raise TypeError(f"Unknown agent settings: {', '.join(sorted(unknown))}")
+    _check_config_keys(config)
     # Lock the agent: concurrent saves must not both create "version N+1".
     locked = Agent.objects.select_for_update(of=("self",)).select_related("current_version").get(pk=agent.pk)
     if name is not None and name.strip() != locked.name:

@@ -16,6 +16,7 @@ from django.core.files.uploadedfile import UploadedFile
 
 from datasets.models import Dataset, TestCase
 from datasets.services import case_fields_clean
+from evalsite.forms import optional_textarea
 
 
 def _too_big_message(size: int) -> str:
@@ -89,26 +90,19 @@ class DatasetRenameForm(forms.Form):
 
 
 class DatasetSettingsForm(forms.Form):
-    acceptance_criteria = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 3}),
-        help_text="What an answer must contain or do to pass, e.g. “States the 30-day refund window.”",
+    acceptance_criteria = optional_textarea(
+        3, help_text="What an answer must contain or do to pass, e.g. “States the 30-day refund window.”"
     )
-    rejection_criteria = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 3}),
-        help_text="What makes an answer fail whatever else it gets right, e.g. “Promises a refund after 30 days.”",
+    rejection_criteria = optional_textarea(
+        3, help_text="What makes an answer fail whatever else it gets right, e.g. “Promises a refund after 30 days.”"
     )
-    evaluation_criteria = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 3}),
-        help_text="How the judge should weigh correctness, completeness and tone.",
+    evaluation_criteria = optional_textarea(
+        3, help_text="How the judge should weigh correctness, completeness and tone."
     )
     judge_model = forms.CharField(required=False, max_length=200)
-    judge_prompt = forms.CharField(
-        required=False,
+    judge_prompt = optional_textarea(
+        4,
         label="Judge prompt override",
-        widget=forms.Textarea(attrs={"rows": 4}),
         help_text="Replaces the default judge instructions. Leave empty to use the default.",
     )
     pass_threshold = forms.IntegerField(
@@ -140,6 +134,19 @@ class ImportForm(_GuardedUploadForm):
         return _check_upload(self.cleaned_data["file"], self.EXTENSIONS[self.kind])
 
 
+def _filled_pairs(rows: list[tuple[str, str]], missing_first: str) -> list[tuple[str, str]]:
+    """The rows of a two-input repeating group that hold anything; a row with only its
+    second input filled raises `missing_first`, formatted with the row's 1-based number."""
+    pairs = []
+    for number, (first, second) in enumerate(rows, start=1):
+        if not first.strip() and not second.strip():
+            continue
+        if not first.strip():
+            raise ValidationError(missing_first.format(number=number))
+        pairs.append((first, second))
+    return pairs
+
+
 class _RowsField(forms.Field):
     """A list edited as repeating inputs (turn_user[], tool_name[], ...); the form's
     clean_<name> method reads the rows, so this field itself takes no input."""
@@ -154,15 +161,9 @@ class CaseForm(forms.Form):
         error_messages={"required": "Write the question the agent should answer."},
         help_text="What the user asks. For a multi-turn case, this is the last user turn.",
     )
-    expected_answer = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 4}),
-        help_text="The answer the judge compares against.",
-    )
-    document_context = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 2}),
-        help_text="What the attached documents are, e.g. “Excel budget sheet for Q3”.",
+    expected_answer = optional_textarea(4, help_text="The answer the judge compares against.")
+    document_context = optional_textarea(
+        2, help_text="What the attached documents are, e.g. “Excel budget sheet for Q3”."
     )
     case_id = forms.CharField(
         required=False,
@@ -177,11 +178,7 @@ class CaseForm(forms.Form):
     )
     check_tool_args = forms.BooleanField(required=False, label="Check tool arguments")
     expected_context = _RowsField(label="Expected retrieval context")
-    judge_guideline = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 2}),
-        help_text="Extra instructions for the judge on this case only.",
-    )
+    judge_guideline = optional_textarea(2, help_text="Extra instructions for the judge on this case only.")
     tags = forms.CharField(required=False, help_text="Separate tags with commas, e.g. refunds, edge case.")
     smoke_count = forms.IntegerField(
         required=False,
@@ -194,9 +191,8 @@ class CaseForm(forms.Form):
         label="Smoke-test paraphrases",
         help_text="Also ask 1-10 rephrasings of the question. Leave empty for none.",
     )
-    smoke_guidance = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 2}),
+    smoke_guidance = optional_textarea(
+        2,
         label="Paraphrase guidance",
         help_text="How to rephrase, e.g. “casual tone, typos, mention the order number”.",
     )
@@ -293,24 +289,12 @@ class CaseForm(forms.Form):
         return messages
 
     def clean_turns(self) -> list[dict[str, str]]:
-        turns = []
-        for number, (user, expected) in enumerate(self._turns, start=1):
-            if not user.strip() and not expected.strip():
-                continue
-            if not user.strip():
-                raise ValidationError(f"Turn {number}: write the user message, or clear its expected reply.")
-            turns.append({"user": user, "expected": expected})
-        return turns
+        missing = "Turn {number}: write the user message, or clear its expected reply."
+        return [{"user": user, "expected": expected} for user, expected in _filled_pairs(self._turns, missing)]
 
     def clean_expected_tools(self) -> list[dict[str, Any]]:
-        tools = []
-        for number, (name, args) in enumerate(self._tools, start=1):
-            if not name.strip() and not args.strip():
-                continue
-            if not name.strip():
-                raise ValidationError(f"Tool {number}: write the tool name, or clear its arguments.")
-            tools.append({"name": name, "args": args})
-        return tools
+        missing = "Tool {number}: write the tool name, or clear its arguments."
+        return [{"name": name, "args": args} for name, args in _filled_pairs(self._tools, missing)]
 
     def clean_expected_context(self) -> list[str]:
         return [chunk for chunk in self._chunks if chunk.strip()]

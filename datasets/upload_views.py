@@ -23,52 +23,29 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect, trigger_client_event
 
 from agents.models import Agent
-from agents.selectors import agent_get_for_user
-from datasets import documents, selectors
+from datasets import documents
 from datasets.extraction.services import dataset_upload_create
 from datasets.models import Dataset, Document, TestCase
 from datasets.upload_forms import DatasetUploadForm, DocumentUploadForm, UploadSizeGuard
+from datasets.view_helpers import (
+    add_service_errors,
+    get_agent_for_user,
+    get_case_for_user,
+    get_dataset_for_user,
+    install_upload_guard,
+)
 from evalsite.http import AuthedRequest
-
-
-def _get_agent_for_user(request: AuthedRequest, agent_id: int) -> Agent:
-    return agent_get_for_user(user=request.user, agent_id=agent_id)
-
-
-def _get_dataset_for_user(request: AuthedRequest, agent_id: int, dataset_id: int) -> tuple[Agent, Dataset]:
-    agent = _get_agent_for_user(request, agent_id)
-    dataset = selectors.dataset_get(agent=agent, dataset_id=dataset_id)
-    if dataset is None:
-        raise Http404("No such dataset")
-    return agent, dataset
 
 
 def _get_document_for_user(
     request: AuthedRequest, agent_id: int, dataset_id: int, document_id: int
 ) -> tuple[Agent, Dataset, Document]:
-    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)
     # Through the dataset, and the team as a second lock: a document id alone opens nothing.
     document = Document.objects.filter(pk=document_id, dataset=dataset, team_id=agent.team_id).first()
     if document is None:
         raise Http404("No such document")
     return agent, dataset, document
-
-
-def _get_case_for_user(
-    request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: int
-) -> tuple[Agent, Dataset, TestCase]:
-    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
-    case = TestCase.objects.filter(dataset=dataset, pk=case_pk).first()
-    if case is None:
-        raise Http404("No such test case")
-    case.dataset = dataset
-    return agent, dataset, case
-
-
-def _guard(request: AuthedRequest) -> UploadSizeGuard:
-    guard = UploadSizeGuard(request)
-    request.upload_handlers.insert(0, guard)
-    return guard
 
 
 # ---- Generate Dataset ---------------------------------------------------------------
@@ -82,7 +59,7 @@ def _new_context(agent: Agent, form: DatasetUploadForm, tab: str) -> dict[str, A
 @login_required
 @require_GET
 def dataset_new(request: AuthedRequest, agent_id: int) -> HttpResponse:
-    agent = _get_agent_for_user(request, agent_id)
+    agent = get_agent_for_user(request, agent_id)
     tab = "generate" if request.GET.get("tab") == "generate" else "upload"
     return render(request, "datasets/new.html", _new_context(agent, DatasetUploadForm(), tab))
 
@@ -91,12 +68,12 @@ def dataset_new(request: AuthedRequest, agent_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def dataset_upload(request: AuthedRequest, agent_id: int) -> HttpResponse:
-    return _dataset_upload(request, agent_id, _guard(request))
+    return _dataset_upload(request, agent_id, install_upload_guard(request))
 
 
 @csrf_protect
 def _dataset_upload(request: AuthedRequest, agent_id: int, guard: UploadSizeGuard) -> HttpResponse:
-    agent = _get_agent_for_user(request, agent_id)
+    agent = get_agent_for_user(request, agent_id)
     form = DatasetUploadForm(request.POST, request.FILES, too_big=guard.too_big)
     if form.is_valid():
         try:
@@ -108,22 +85,13 @@ def _dataset_upload(request: AuthedRequest, agent_id: int, guard: UploadSizeGuar
                 validated=form.validated,
             )
         except ValidationError as exc:
-            _add_errors(form, exc)
+            add_service_errors(form, exc)
         else:
             url = reverse("datasets:detail", args=[agent.pk, dataset.pk])
             return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     context = _new_context(agent, form, "upload")
     template = "datasets/new.html#upload_form" if request.htmx else "datasets/new.html"
     return render(request, template, context)
-
-
-def _add_errors(form: DatasetUploadForm | DocumentUploadForm, exc: ValidationError) -> None:
-    if hasattr(exc, "error_dict"):
-        for name, errors in exc.error_dict.items():
-            for error in errors:
-                form.add_error(name if name in form.fields else None, error)
-    else:
-        form.add_error(None, exc)
 
 
 # ---- extraction status ------------------------------------------------------------
@@ -133,7 +101,7 @@ def _add_errors(form: DatasetUploadForm | DocumentUploadForm, exc: ValidationErr
 @require_GET
 def dataset_status(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
     """The self-polling status box; 286 stops the polling once the dataset has settled."""
-    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)
     response = render(request, "datasets/partials/dataset_status.html", {"agent": agent, "dataset": dataset})
     if dataset.is_settled:
         response.status_code = HTMX_STOP_POLLING
@@ -203,14 +171,14 @@ def document_preview(request: AuthedRequest, agent_id: int, dataset_id: int, doc
 @login_required
 @require_POST
 def case_document_attach(request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: int) -> HttpResponse:
-    return _case_document_attach(request, agent_id, dataset_id, case_pk, _guard(request))
+    return _case_document_attach(request, agent_id, dataset_id, case_pk, install_upload_guard(request))
 
 
 @csrf_protect
 def _case_document_attach(
     request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: int, guard: UploadSizeGuard
 ) -> HttpResponse:
-    agent, dataset, case = _get_case_for_user(request, agent_id, dataset_id, case_pk)
+    agent, dataset, case = get_case_for_user(request, agent_id, dataset_id, case_pk)
     form = DocumentUploadForm(request.POST, request.FILES, too_big=guard.too_big)
     attached = None
     if form.is_valid():
@@ -219,7 +187,7 @@ def _case_document_attach(
                 case=case, upload=form.cleaned_data["file"], validated=form.validated
             )
         except ValidationError as exc:
-            _add_errors(form, exc)
+            add_service_errors(form, exc)
     if not request.htmx:
         for error in form.errors.get("file", []) + form.non_field_errors():
             messages.error(request, error)
@@ -238,7 +206,7 @@ def _case_document_attach(
 def case_document_detach(
     request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: int, document_id: int
 ) -> HttpResponse:
-    agent, dataset, case = _get_case_for_user(request, agent_id, dataset_id, case_pk)
+    agent, dataset, case = get_case_for_user(request, agent_id, dataset_id, case_pk)
     document = case.documents.filter(pk=document_id).first()
     if document is None:
         raise Http404("The document is not attached to this case")

@@ -16,8 +16,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Page, Paginator
-from django.forms import Form
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import content_disposition_header
@@ -33,12 +32,18 @@ from django_htmx.http import (
 )
 
 from agents.models import Agent
-from agents.selectors import agent_get_for_user
 from datasets import selectors, services
 from datasets.exporters import export_filename
 from datasets.forms import CaseForm, DatasetCreateForm, DatasetRenameForm, DatasetSettingsForm, ImportForm
 from datasets.models import Dataset, TestCase
 from datasets.upload_forms import DocumentUploadForm, UploadSizeGuard
+from datasets.view_helpers import (
+    add_service_errors,
+    get_agent_for_user,
+    get_case_for_user,
+    get_dataset_for_user,
+    install_upload_guard,
+)
 from evalsite.http import AuthedRequest
 
 CASES_PER_PAGE = 25
@@ -47,51 +52,14 @@ CASES_PER_PAGE = 25
 # ---- helpers -------------------------------------------------------------------
 
 
-def _get_agent_for_user(request: AuthedRequest, agent_id: int) -> Agent:
-    return agent_get_for_user(user=request.user, agent_id=agent_id)
-
-
-def _get_dataset_for_user(request: AuthedRequest, agent_id: int, dataset_id: int) -> tuple[Agent, Dataset]:
-    agent = _get_agent_for_user(request, agent_id)
-    dataset = selectors.dataset_get(agent=agent, dataset_id=dataset_id)
-    if dataset is None:
-        raise Http404("No such dataset")
-    return agent, dataset
-
-
-def _get_case_for_user(
-    request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: int
-) -> tuple[Agent, Dataset, TestCase]:
-    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
-    case = TestCase.objects.filter(dataset=dataset, pk=case_pk).prefetch_related("documents").first()
-    if case is None:
-        raise Http404("No such test case")
-    case.dataset = dataset
-    return agent, dataset, case
-
-
 def _is_partial(request: AuthedRequest) -> bool:
     # A history restore needs the whole page, not the fragment.
     return bool(request.htmx) and not request.htmx.history_restore_request
 
 
-def _add_service_errors(form: Form, exc: ValidationError) -> None:
-    if hasattr(exc, "error_dict"):
-        for name, errors in exc.error_dict.items():
-            for error in errors:
-                form.add_error(name if name in form.fields else None, error)
-    else:
-        form.add_error(None, exc)
-
-
 def _guard(request: AuthedRequest) -> UploadSizeGuard | None:
-    """Cap an upload's size before Django stores it (RELIABILITY.md 1): must run before
-    anything reads request.POST, hence csrf_exempt outside and csrf_protect inside."""
-    if request.method != "POST":
-        return None
-    guard = UploadSizeGuard(request)
-    request.upload_handlers.insert(0, guard)
-    return guard
+    # A GET renders the empty form: it has no body to guard.
+    return install_upload_guard(request) if request.method == "POST" else None
 
 
 def _upload_data(request: AuthedRequest) -> tuple[Any, Any]:
@@ -145,7 +113,7 @@ def _table_context(agent: Agent) -> dict[str, Any]:
 @login_required
 @require_GET
 def dataset_list(request: AuthedRequest, agent_id: int) -> HttpResponse:
-    agent = _get_agent_for_user(request, agent_id)
+    agent = get_agent_for_user(request, agent_id)
     context = _table_context(agent)
     if _is_partial(request):
         return render(request, "datasets/partials/dataset_table.html", context)
@@ -158,7 +126,7 @@ def dataset_list(request: AuthedRequest, agent_id: int) -> HttpResponse:
 @require_GET
 def dataset_list_rows(request: AuthedRequest, agent_id: int) -> HttpResponse:
     """The list's poll: refreshed every 3 s while a dataset is Extracting; 286 stops it."""
-    agent = _get_agent_for_user(request, agent_id)
+    agent = get_agent_for_user(request, agent_id)
     context = _table_context(agent)
     response = render(request, "datasets/partials/dataset_table.html", context)
     if not context["polling"]:
@@ -180,14 +148,14 @@ def dataset_create(request: AuthedRequest, agent_id: int) -> HttpResponse:
 
 @csrf_protect
 def _dataset_create(request: AuthedRequest, agent_id: int, guard: UploadSizeGuard | None) -> HttpResponse:
-    agent = _get_agent_for_user(request, agent_id)
+    agent = get_agent_for_user(request, agent_id)
     data, files = _upload_data(request)
     form = DatasetCreateForm(data, files, too_big=guard.too_big if guard else None)
     if request.method == "POST" and form.is_valid():
         try:
             dataset, message = _create(request, agent, form)
         except ValidationError as exc:
-            _add_service_errors(form, exc)
+            add_service_errors(form, exc)
         else:
             url = reverse("datasets:detail", args=[agent.pk, dataset.pk])
             messages.success(request, message)
@@ -212,7 +180,7 @@ def _create(request: AuthedRequest, agent: Agent, form: DatasetCreateForm) -> tu
 @require_GET
 def dataset_row(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
     """One row of the list (cancelling an inline rename)."""
-    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)
     if not _is_partial(request):
         return redirect("datasets:list", agent.pk)
     return render(request, "datasets/partials/dataset_row.html", {"agent": agent, "dataset": dataset})
@@ -222,14 +190,14 @@ def dataset_row(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpR
 @require_http_methods(["GET", "POST"])
 def dataset_rename(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
     """Inline in a list row (`in=row`, the default) or in a dialog on the dataset page (`in=dialog`)."""
-    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)
     place = "dialog" if request.GET.get("in", request.POST.get("in")) == "dialog" else "row"
     form = DatasetRenameForm(request.POST or None, initial={"name": dataset.name})
     if request.method == "POST" and form.is_valid():
         try:
             services.dataset_rename(dataset=dataset, name=form.cleaned_data["name"])
         except ValidationError as exc:
-            _add_service_errors(form, exc)
+            add_service_errors(form, exc)
         else:
             return _renamed(request, agent, dataset, place)
     context = {"agent": agent, "dataset": dataset, "form": form, "place": place}
@@ -257,7 +225,7 @@ def _renamed(request: AuthedRequest, agent: Agent, dataset: Dataset, place: str)
 @login_required
 @require_http_methods(["GET", "POST"])
 def dataset_delete(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
-    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)
     from_detail = request.POST.get("from", request.GET.get("from")) == "detail"
     if request.method == "POST":
         name = dataset.name
@@ -314,7 +282,7 @@ def _default_judge_model() -> str:
 @login_required
 @require_GET
 def dataset_detail(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
-    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)
     return _detail(request, agent, dataset)
 
 
@@ -322,21 +290,21 @@ def dataset_detail(request: AuthedRequest, agent_id: int, dataset_id: int) -> Ht
 @require_GET
 def case_search(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
     """Search as you type and pagination: the case list fragment (the whole page without htmx)."""
-    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)
     return _detail(request, agent, dataset)
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def dataset_settings(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
-    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)
     form = DatasetSettingsForm.for_dataset(dataset, request.POST or None)
     saved = False
     if request.method == "POST" and form.is_valid():
         try:
             services.dataset_update_settings(dataset=dataset, **form.cleaned_data)
         except ValidationError as exc:
-            _add_service_errors(form, exc)
+            add_service_errors(form, exc)
         else:
             if not request.htmx:
                 messages.success(request, "Scoring settings saved.")
@@ -374,14 +342,14 @@ def _case_form_context(agent: Agent, dataset: Dataset, form: CaseForm, case: Tes
 @login_required
 @require_http_methods(["GET", "POST"])
 def case_create(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
-    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)
     form = CaseForm(request.POST or None, dataset=dataset)
     if request.method == "POST" and form.is_valid():
         fields = {name: form.cleaned_data[name] for name in services.CASE_EDITABLE_FIELDS}
         try:
             services.case_create(dataset=dataset, **fields)
         except ValidationError as exc:
-            _add_service_errors(form, exc)
+            add_service_errors(form, exc)
         else:
             if "add_another" in request.POST:
                 return _added_another(request, agent, dataset)
@@ -407,14 +375,14 @@ def _added_another(request: AuthedRequest, agent: Agent, dataset: Dataset) -> Ht
 @login_required
 @require_http_methods(["GET", "POST"])
 def case_edit(request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: int) -> HttpResponse:
-    agent, dataset, case = _get_case_for_user(request, agent_id, dataset_id, case_pk)
+    agent, dataset, case = get_case_for_user(request, agent_id, dataset_id, case_pk, with_documents=True)
     form = CaseForm(request.POST or None, dataset=dataset, case=case)
     if request.method == "POST" and form.is_valid():
         fields = {name: form.cleaned_data[name] for name in services.CASE_EDITABLE_FIELDS}
         try:
             services.case_update(case=case, **fields)
         except ValidationError as exc:
-            _add_service_errors(form, exc)
+            add_service_errors(form, exc)
         else:
             detail_url = reverse("datasets:detail", args=[agent.pk, dataset.pk])
             return _done(request, message="Test case saved.", next_url=detail_url, events=("casesChanged",))
@@ -427,7 +395,7 @@ def case_edit(request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: i
 @login_required
 @require_http_methods(["GET", "POST"])
 def case_delete(request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: int) -> HttpResponse:
-    agent, dataset, case = _get_case_for_user(request, agent_id, dataset_id, case_pk)
+    agent, dataset, case = get_case_for_user(request, agent_id, dataset_id, case_pk, with_documents=True)
     if request.method == "POST":
         services.case_delete(case=case)
         detail_url = reverse("datasets:detail", args=[agent.pk, dataset.pk])
@@ -442,7 +410,7 @@ def case_delete(request: AuthedRequest, agent_id: int, dataset_id: int, case_pk:
 @require_POST
 def case_move(request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: int) -> HttpResponse:
     """Move a case one place up or down (or to the top or bottom) in the dataset's order."""
-    agent, dataset, case = _get_case_for_user(request, agent_id, dataset_id, case_pk)
+    agent, dataset, case = get_case_for_user(request, agent_id, dataset_id, case_pk, with_documents=True)
     direction = request.POST.get("direction", "")
     current = services.case_index(case=case)
     targets = {"up": current - 1, "down": current + 1, "top": 0, "bottom": dataset.case_count}
@@ -466,7 +434,7 @@ def case_move(request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: i
 def _import(
     request: AuthedRequest, agent_id: int, dataset_id: int, kind: str, guard: UploadSizeGuard | None
 ) -> HttpResponse:
-    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)
     data, files = _upload_data(request)
     form = ImportForm(data, files, kind=kind, too_big=guard.too_big if guard else None)
     if request.method == "POST" and form.is_valid():
@@ -506,7 +474,7 @@ def _attachment(content: str, *, filename: str, content_type: str) -> HttpRespon
 @login_required
 @require_GET
 def export_csv(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
-    _agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    _agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)
     content = services.dataset_export_csv(dataset=dataset)
     return _attachment(content, filename=export_filename(dataset, "csv"), content_type="text/csv; charset=utf-8")
 
@@ -514,6 +482,6 @@ def export_csv(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpRe
 @login_required
 @require_GET
 def export_json(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
-    _agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    _agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)
     content = json.dumps(services.dataset_export_json(dataset=dataset), ensure_ascii=False, indent=2)
     return _attachment(content, filename=export_filename(dataset, "json"), content_type="application/json")

@@ -12,38 +12,13 @@ from django.db.models import Q
 
 from agents.models import Agent, AgentVersion
 from datasets.models import Dataset, TestCase
+from datasets.services import CASE_FIELDS, SCORING_FIELDS
 from evalsite import llm
 from runs.models import Result, Run, RunCase
 from runs.services.dispatch import fill_window
 
-SNAPSHOT_FIELDS = (
-    "document_context",
-    "turns",
-    "expected_tools",
-    "trajectory_mode",
-    "check_tool_args",
-    "expected_context",
-    "judge_guideline",
-    "tags",
-    "smoke_count",
-    "smoke_guidance",
-    "tests_rule",
-    "source_file",
-    "source_location",
-    "source_span",
-    "extra",
-)
-SCORING_FIELDS = (
-    "acceptance_criteria",
-    "rejection_criteria",
-    "evaluation_criteria",
-    "judge_model",
-    "judge_prompt",
-    "pass_threshold",
-    "number_of_requests",
-    "jaccard_enabled",
-    "vector_enabled",
-)
+# A case's fields that RunCase keeps in its `data` snapshot; the rest are RunCase columns.
+SNAPSHOT_FIELDS = tuple(name for name in CASE_FIELDS if name not in ("question", "expected_answer", "case_id"))
 
 
 def run_start(*, agent: Agent, dataset: Dataset, user: AbstractBaseUser | None, request_key: str = "") -> Run:
