@@ -59,7 +59,9 @@ class WorkerProcess:
         self.extra_env = env or {}
         self.process: subprocess.Popen | None = None
         # Logs live in the temp directory, not var/, so repeated test runs leave nothing behind.
-        self.log_path = Path(tempfile.gettempdir()) / "evalsite-test-workers" / f"{os.getpid()}-{time.monotonic_ns()}.log"
+        self.log_path = (
+            Path(tempfile.gettempdir()) / "evalsite-test-workers" / f"{os.getpid()}-{time.monotonic_ns()}.log"
+        )
 
     def start(self) -> "WorkerProcess":
         self.log_path.parent.mkdir(exist_ok=True)
