@@ -1,5 +1,6 @@
 """Celery entry points for runs: thin, idempotent, keyed by primary keys (STYLE.md "Celery")."""
 
+import gc
 import logging
 
 from celery import shared_task
@@ -55,3 +56,6 @@ def _preload_litellm(**kwargs: object) -> None:
         llm.warm_up()
     except Exception:  # a warm-up must never stop the worker from starting
         logger.warning("litellm warm-up failed; the first cases will start slower", exc_info=True)
+    # Everything loaded so far lives as long as the worker: keep the garbage collector off
+    # it, so pool children don't copy those pages on their first collection.
+    gc.freeze()
