@@ -48,8 +48,12 @@ def _preload_litellm(**kwargs: object) -> None:
 
     The import takes seconds of CPU, and litellm's first completion imports more; done
     lazily, every pool child pays that on its first case at the same moment and a run's
-    first window stalls. A mocked completion (no network) loads those modules too.
+    first window stalls. A mocked completion (no network) loads those modules too. The
+    services the tasks import lazily (the engine, adapters, scorers) are loaded here too.
     """
+    import datasets.services  # noqa: F401
+    import runs.services  # noqa: F401
+    import suggestions.services  # noqa: F401
     from evalsite import llm
 
     try:
