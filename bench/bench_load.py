@@ -32,7 +32,6 @@ import asyncio
 import os
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -46,6 +45,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from common import FakeServer, MemorySampler, free_port, knowledge_agent, results_run, wait_for_port  # noqa: E402
 from run_all import bench_result  # noqa: E402
 
 LATENCY = 0.2  # seconds per fake LLM answer (agent and judge each)
@@ -59,25 +59,6 @@ CARDS_PER_PAGE = 100
 RELOAD_EVERY = 5  # every 5th tick of a visitor is a full page load
 RUNS_TIMEOUT = 150  # seconds the 3 runs may take before the load stops anyway
 CARD_MARK = b'class="result-card '
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_for_port(port: int, process: subprocess.Popen, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{what} exited with code {process.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"{what} did not start listening on port {port}")
 
 
 def _prepare_environment() -> None:
@@ -123,35 +104,6 @@ def _stop_embedded_redis() -> None:
         pass
 
 
-class FakeServer:
-    """tests/fakellm.py in its own process, so its threads never compete with the load client's GIL."""
-
-    def __init__(self, latency: float) -> None:
-        self.port = _free_port()
-        self.process = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "fakellm.py"), "--port", str(self.port), "--latency", str(latency)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            _wait_for_port(self.port, self.process, "The fake LLM server", timeout=30)
-        except RuntimeError:
-            self.stop()
-            raise
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
 class WebServer:
     """gunicorn in its own session, started as `make run` starts it (minus --reload)."""
 
@@ -163,7 +115,7 @@ class WebServer:
                 [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
                 cwd=ROOT, env=env, check=True,
             )  # fmt: skip
-        self.port = _free_port()
+        self.port = free_port()
         self.log_path = Path(tempfile.mkdtemp(prefix="evalsite-bench-web-")) / "gunicorn.log"
         self.log = open(self.log_path, "w")
         command = [
@@ -184,7 +136,7 @@ class WebServer:
         """Listening is not enough: wait until a worker answers the login page."""
         import httpx
 
-        _wait_for_port(self.port, self.process, "gunicorn", timeout=timeout)
+        wait_for_port(self.port, self.process, "gunicorn", timeout=timeout)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -214,109 +166,15 @@ class WebServer:
         self.log.close()
 
 
-class MemorySampler(threading.Thread):
-    """Peak memory of a process and its children, sampled every second.
-
-    The total is PSS (proportional set size): gunicorn's and Celery's children share the
-    pages their parent loaded before forking, and summing RSS would count those once per child.
-    """
-
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.pid = pid
-        self.peak_total = 0
-        self.peak_process = 0
-        self.processes = 0
-        self._done = threading.Event()
-
-    def run(self) -> None:
-        import psutil
-
-        root = psutil.Process(self.pid)
-        while not self._done.is_set():
-            try:
-                processes = [root, *root.children(recursive=True)]
-                infos = [p.memory_full_info() for p in processes]
-            except psutil.Error:
-                infos = []
-            if infos:
-                self.processes = max(self.processes, len(infos))
-                self.peak_total = max(self.peak_total, sum(info.pss for info in infos))
-                self.peak_process = max(self.peak_process, max(info.rss for info in infos))
-            self._done.wait(1.0)  # reading smaps costs CPU the stack under test should have
-
-    def stop(self) -> None:
-        self._done.set()
-        self.join()
-
-
 # ---- data ----------------------------------------------------------------------------
 
 
 def _watched_run(team: Any) -> Any:
     """A running run of 1,200 cases, 1,000 of them finished: the page the visitors watch."""
-    from decimal import Decimal
+    from runs.models import Run
 
-    from django.utils import timezone
-
-    from agents.models import Agent, AgentVersion
-    from datasets.models import Dataset
-    from runs.models import Result, Run, RunCase
-
-    agent = Agent.objects.create(team=team, name="Watched agent", kind=Agent.Kind.KNOWLEDGE)
-    agent.current_version = AgentVersion.objects.create(agent=agent, number=1, knowledge="Refunds: 30 days.")
-    agent.save()
-    dataset = Dataset.objects.create(agent=agent, name="Watched dataset", status=Dataset.Status.READY)
-    run = Run.objects.create(
-        agent=agent, agent_version=agent.current_version, dataset=dataset, dataset_name=dataset.name,
-        status=Run.Status.RUNNING, scoring={"pass_threshold": 7}, scorer=Run.Scorer.OFFLINE, total=CASES,
-        started_at=timezone.now(),
-    )  # fmt: skip
-    cases = RunCase.objects.bulk_create(
-        RunCase(
-            run=run,
-            position=n,
-            question=f"Question {n}: how long is the refund window on plan {n % 7}?",
-            expected_answer="Refunds are available within 30 days of purchase.",
-            data={"tags": [f"tag-{n % 5}", "refunds"], "documents": []},
-        )
-        for n in range(CASES)
-    )
-    answer = "Refunds are available within 30 days of purchase, on every plan, with no questions asked. " * 3
-    scorers = [
-        {"name": "jaccard", "label": "Jaccard similarity", "score": 0.41, "passed": None, "detail": "Shared words."},
-        {"name": "rouge_l", "label": "ROUGE-L", "score": 0.52, "passed": None, "detail": "LCS F1."},
-    ]
-    results = []
-    for case in cases:
-        done = case.position < FINISHED
-        state = (Result.Status.PASS if case.position % 4 else Result.Status.FAIL) if done else Result.Status.PENDING
-        results.append(
-            Result(
-                run=run,
-                case=case,
-                status=state,
-                question=case.question,
-                actual_answer=answer if done else "",
-                score=(9.0 if state == Result.Status.PASS else 3.0) if done else None,
-                verdict="Correct" if state == Result.Status.PASS else "Incorrect",
-                duration_ms=420 if done else None,
-                reasoning="Offline reference scorer: 1 of 1 key points of the expected answer are in the answer.",
-                scorers=scorers if done else [],
-                agent_tokens=120,
-                judge_tokens=0,
-                agent_cost=Decimal("0.0001"),
-                finished_at=timezone.now() if done else None,
-            )
-        )
-    Result.objects.bulk_create(results, batch_size=500)
-    passed = sum(1 for r in results if r.status == Result.Status.PASS)
-    failed = sum(1 for r in results if r.status == Result.Status.FAIL)
-    Run.objects.filter(pk=run.pk).update(
-        completed=FINISHED, passed=passed, failed=failed, score_total=9.0 * passed + 3.0 * failed
-    )
-    run.refresh_from_db()
-    return run
+    agent, dataset = knowledge_agent(team, "Watched agent")
+    return results_run(agent, dataset, cases=CASES, finished=FINISHED, status=Run.Status.RUNNING)
 
 
 def _executing_datasets(team: Any, count: int, cases: int) -> tuple[Any, list[Any]]:
@@ -583,7 +441,7 @@ def _bench() -> None:
         web = WebServer(worker_env({**models, "DEBUG": "false"}), args.web_workers)
         processes.append(web)
         web.wait_ready()
-        web_memory, worker_memory = MemorySampler(web.process.pid), MemorySampler(worker.process.pid)
+        web_memory, worker_memory = MemorySampler(web.process.pid, 1.0), MemorySampler(worker.process.pid, 1.0)
         samplers += [web_memory, worker_memory]
         for sampler in samplers:
             sampler.start()

@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from common import knowledge_agent, results_run  # noqa: E402
 from run_all import bench_result  # noqa: E402
 
 POLLS = 200
@@ -109,83 +110,18 @@ def _report(name: str, samples: list[float], note: str) -> None:
 
 def _runs():  # type: ignore[no-untyped-def]
     """A running run (1,000 of 1,200 finished) and a completed one of 1,000 cases."""
-    from decimal import Decimal
-
     from django.contrib.auth.models import User
-    from django.utils import timezone
 
     from accounts.models import Membership, Team
-    from agents.models import Agent, AgentVersion
-    from datasets.models import Dataset
-    from runs.models import Result, Run, RunCase
+    from runs.models import Run
 
     team = Team.objects.create(name="Bench")
     user = User.objects.create_user("bench", password="bench-password-1")
     Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
-    agent = Agent.objects.create(team=team, name="Bench agent", kind=Agent.Kind.KNOWLEDGE)
-    agent.current_version = AgentVersion.objects.create(agent=agent, number=1, knowledge="Refunds: 30 days.")
-    agent.save()
-    dataset = Dataset.objects.create(agent=agent, name="Bench dataset", status=Dataset.Status.READY)
-    answer = "Refunds are available within 30 days of purchase, on every plan, with no questions asked. " * 3
-
-    def make(cases: int, finished: int, status: str) -> Run:
-        run = Run.objects.create(
-            agent=agent, agent_version=agent.current_version, dataset=dataset, dataset_name=dataset.name,
-            status=status, scoring={"pass_threshold": 7}, scorer=Run.Scorer.OFFLINE, total=cases,
-            started_at=timezone.now(), finished_at=None if status == Run.Status.RUNNING else timezone.now(),
-            summary_note="" if status == Run.Status.RUNNING else "No summary: no model is configured.",
-        )  # fmt: skip
-        rows = RunCase.objects.bulk_create(
-            RunCase(
-                run=run,
-                position=n,
-                question=f"Question {n}: how long is the refund window on plan {n % 7}?",
-                expected_answer="Refunds are available within 30 days of purchase.",
-                data={"tags": [f"tag-{n % 5}", "refunds"], "documents": []},
-            )  # fmt: skip
-            for n in range(cases)
-        )
-        results = []
-        for case in rows:
-            done = case.position < finished
-            state = (Result.Status.PASS if case.position % 4 else Result.Status.FAIL) if done else Result.Status.PENDING
-            results.append(
-                Result(
-                    run=run,
-                    case=case,
-                    status=state,
-                    question=case.question,
-                    actual_answer=answer if done else "",
-                    score=(9.0 if state == "pass" else 3.0) if done else None,
-                    verdict="Correct" if state == "pass" else "Incorrect",
-                    duration_ms=420 if done else None,
-                    reasoning="Offline reference scorer: 1 of 1 key points of the expected answer are in the answer.",
-                    scorers=[
-                        {
-                            "name": "jaccard",
-                            "label": "Jaccard similarity",
-                            "score": 0.41,
-                            "passed": None,
-                            "detail": "Shared words.",
-                        },
-                        {"name": "rouge_l", "label": "ROUGE-L", "score": 0.52, "passed": None, "detail": "LCS F1."},
-                    ],
-                    agent_tokens=120,
-                    judge_tokens=0,
-                    agent_cost=Decimal("0.0001"),
-                    finished_at=timezone.now() if done else None,
-                )  # fmt: skip
-            )
-        Result.objects.bulk_create(results, batch_size=500)
-        passed = sum(1 for r in results if r.status == Result.Status.PASS)
-        failed = sum(1 for r in results if r.status == Result.Status.FAIL)
-        Run.objects.filter(pk=run.pk).update(
-            completed=finished, passed=passed, failed=failed, score_total=9.0 * passed + 3.0 * failed
-        )
-        run.refresh_from_db()
-        return run
-
-    return make(CASES, FINISHED, Run.Status.RUNNING), make(1_000, 1_000, Run.Status.COMPLETED), user
+    agent, dataset = knowledge_agent(team, "Bench agent")
+    running = results_run(agent, dataset, cases=CASES, finished=FINISHED, status=Run.Status.RUNNING)
+    completed = results_run(agent, dataset, cases=1_000, finished=1_000, status=Run.Status.COMPLETED)
+    return running, completed, user
 
 
 if __name__ == "__main__":

