@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, HttpRequest
-from ninja import Field, Router, Schema
+from ninja import Field, Router, Schema, Status
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.pagination import LimitOffsetPagination, paginate
 
@@ -240,14 +240,14 @@ def dataset_list(request: HttpRequest, agent_id: int) -> Any:
 @router.post(
     DATASETS, response={201: DatasetOut, 404: NotFoundOut, 422: ValidationErrorOut}, summary="Create a dataset"
 )
-def dataset_create(request: HttpRequest, agent_id: int, payload: DatasetIn) -> tuple[int, Dataset]:
+def dataset_create(request: HttpRequest, agent_id: int, payload: DatasetIn) -> Status[Dataset]:
     agent = _agent(request, agent_id)
     try:
         dataset = services.dataset_create(agent=agent, user=request.user, **payload.model_dump())
     except DjangoValidationError as exc:
         raise _invalid(exc) from None
     dataset.case_count = 0  # type: ignore[attr-defined]
-    return 201, dataset
+    return Status(201, dataset)
 
 
 @router.get(DATASET, response={200: DatasetOut, 404: NotFoundOut}, summary="A dataset with its scoring settings")
@@ -270,10 +270,10 @@ def dataset_update(request: HttpRequest, agent_id: int, dataset_id: int, payload
 
 
 @router.delete(DATASET, response={204: None, 404: NotFoundOut}, summary="Delete a dataset, its items and documents")
-def dataset_delete(request: HttpRequest, agent_id: int, dataset_id: int) -> tuple[int, None]:
+def dataset_delete(request: HttpRequest, agent_id: int, dataset_id: int) -> Status[None]:
     """Runs that used the dataset keep their own copy of its cases and their results."""
     services.dataset_delete(dataset=_dataset(request, agent_id, dataset_id))
-    return 204, None
+    return Status(204, None)
 
 
 # ---- items (test cases) ------------------------------------------------------------
@@ -288,13 +288,13 @@ def item_list(request: HttpRequest, agent_id: int, dataset_id: int, q: str = "")
 
 
 @router.post(ITEMS, response={201: ItemOut, 404: NotFoundOut, 422: ValidationErrorOut}, summary="Add a test case")
-def item_create(request: HttpRequest, agent_id: int, dataset_id: int, payload: ItemIn) -> tuple[int, TestCase]:
+def item_create(request: HttpRequest, agent_id: int, dataset_id: int, payload: ItemIn) -> Status[TestCase]:
     dataset = _dataset(request, agent_id, dataset_id)
     try:
         case = services.case_create(dataset=dataset, **_case_payload(payload, exclude_unset=False))
     except DjangoValidationError as exc:
         raise _invalid(exc) from None
-    return 201, case
+    return Status(201, case)
 
 
 @router.get(ITEM, response={200: ItemOut, 404: NotFoundOut}, summary="A test case")
@@ -315,6 +315,6 @@ def item_update(request: HttpRequest, agent_id: int, dataset_id: int, item_id: i
 
 
 @router.delete(ITEM, response={204: None, 404: NotFoundOut}, summary="Delete a test case")
-def item_delete(request: HttpRequest, agent_id: int, dataset_id: int, item_id: int) -> tuple[int, None]:
+def item_delete(request: HttpRequest, agent_id: int, dataset_id: int, item_id: int) -> Status[None]:
     services.case_delete(case=_item(request, agent_id, dataset_id, item_id))
-    return 204, None
+    return Status(204, None)

@@ -6,7 +6,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Header, Router, Schema
+from ninja import Header, Router, Schema, Status
 
 from agents.selectors import agent_get_for_user
 from datasets.models import Dataset
@@ -119,7 +119,7 @@ def run_start(
     dataset_id: int,
     payload: RunStartIn | None = None,
     idempotency_key: str = Header("", alias="Idempotency-Key"),
-) -> tuple[int, Any]:
+) -> Status[Any]:
     """Snapshot the dataset and queue its cases.
 
     The same request_key (or Idempotency-Key header) returns the same run instead of a second one.
@@ -130,8 +130,8 @@ def run_start(
     try:
         run = services.run_start(agent=agent, dataset=dataset, user=request.user, request_key=key)
     except ValidationError as error:
-        return 400, {"detail": " ".join(error.messages)}
-    return 201, selectors.run_get_for_user(user=request.user, run_id=run.pk)
+        return Status(400, {"detail": " ".join(error.messages)})
+    return Status(201, selectors.run_get_for_user(user=request.user, run_id=run.pk))
 
 
 @router.get("/runs/{run_id}", response=RunDetailOut, summary="A run's status, counters and results")
