@@ -9,6 +9,7 @@ down with it. No Django here: the child neither needs nor may touch the database
 
 from __future__ import annotations
 
+import errno
 import json
 import resource
 import sys
@@ -41,7 +42,7 @@ def extract(request: dict[str, Any]) -> dict[str, Any]:
         header_found = header_found or result.header_found
     method = "table" if cases else ""
     # Without a table of cases, the whole text is prose: PDFs keep their pages.
-    prose = parsed.pages if file_type == "pdf" else [(None, parsed.text)]
+    prose: list[tuple[int | None, str]] = parsed.pages if file_type == "pdf" else [(None, parsed.text)]
     if not cases:
         cases = labelled_cases(prose)
         method = "labelled" if cases else ""
@@ -69,14 +70,14 @@ def _failure(exc: BaseException) -> dict[str, Any]:
 
     if isinstance(exc, ExtractionFailed):
         return {"ok": False, "reason": exc.reason}
-    if isinstance(exc, MemoryError):
-        return {"ok": False, "kind": "memory", "reason": "The file needs more memory to read than the limit allows."}
     # openpyxl wraps parser errors in ValueError; look at the whole chain of causes.
     chain: list[BaseException] = []
     current: BaseException | None = exc
     while current is not None and len(chain) < 10:
         chain.append(current)
         current = current.__cause__ or current.__context__
+    if any(_out_of_memory(error) for error in chain):
+        return {"ok": False, "kind": "memory", "reason": "The file needs more memory to read than the limit allows."}
     names = {cls.__name__ for error in chain for cls in type(error).__mro__}
     if names & {"EntitiesForbidden", "DTDForbidden", "ExternalReferenceForbidden", "NotSupportedError"}:
         return {
@@ -89,6 +90,17 @@ def _failure(exc: BaseException) -> dict[str, Any]:
         "ok": False,
         "reason": "The file could not be read: it may be damaged or use features Evalsite does not support.",
     }
+
+
+def _out_of_memory(error: BaseException) -> bool:
+    """The address-space limit, wherever it hit: a MemoryError, or a parser's extension
+    module that could not be mapped while it was being imported (dlopen: ENOMEM)."""
+    if isinstance(error, MemoryError):
+        return True
+    if isinstance(error, OSError) and error.errno == errno.ENOMEM:
+        return True
+    text = str(error).lower()
+    return isinstance(error, ImportError) and ("cannot allocate memory" in text or "failed to map segment" in text)
 
 
 def _peak_kb() -> int | None:

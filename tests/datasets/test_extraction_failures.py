@@ -128,6 +128,25 @@ def test_a_parse_over_the_memory_limit_fails_the_dataset(agent, settings):
     assert_failed(extract(agent, "hungry.xlsx", data), "memory")
 
 
+@pytest.mark.parametrize(
+    "error",
+    [
+        MemoryError(),
+        ImportError("/usr/lib/python3.11/lib-dynload/math.so: failed to map segment from shared object"),
+        OSError(12, "Cannot allocate memory"),
+    ],
+)
+def test_running_out_of_memory_while_loading_a_parser_is_reported_as_memory(error):
+    # Under the address-space limit, importing a parser's extension module can fail before
+    # any parsing starts; the user must still be told it was the memory limit.
+    from datasets.extraction.child import _failure
+
+    answer = _failure(error)
+
+    assert answer["kind"] == "memory"
+    assert "more memory" in answer["reason"]
+
+
 def test_a_job_that_killed_its_worker_n_times_gives_up(agent, settings):
     settings.EVALSITE_EXTRACT_MAX_ATTEMPTS = 3
     dataset = uploaded_dataset(agent, "cases.csv", files.csv_bytes([["Question"], ["Hi?"]]))
