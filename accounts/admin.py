@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.http import HttpRequest
 
 from accounts.models import ApiToken, Membership, Team
 
@@ -34,5 +35,5 @@ class ApiTokenAdmin(admin.ModelAdmin):
     readonly_fields = ["user", "name", "hint", "token_hash", "created_at", "last_used_at"]
     fields = ["user", "name", "hint", "token_hash", "created_at", "last_used_at", "revoked_at"]
 
-    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False

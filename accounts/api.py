@@ -1,8 +1,11 @@
 """API: who am I? Lets a CLI or a pipeline check its token before doing real work."""
 
+from typing import Any
+
 from ninja import Router, Schema
 
 from accounts.models import Membership
+from evalsite.http import ApiRequest
 
 router = Router(tags=["accounts"])
 
@@ -20,7 +23,7 @@ class MeOut(Schema):
 
 
 @router.get("/me", response=MeOut, summary="The token's user and their teams")
-def me(request) -> dict:  # type: ignore[no-untyped-def]
+def me(request: ApiRequest) -> dict[str, Any]:
     memberships = Membership.objects.filter(user=request.user).select_related("team").order_by("team__name")
     return {
         "username": request.user.username,

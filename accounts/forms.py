@@ -1,3 +1,5 @@
+from typing import Any
+
 from django import forms
 from django.contrib.auth import password_validation
 from django.contrib.auth.forms import AuthenticationForm
@@ -9,7 +11,7 @@ from accounts.models import ApiToken, Membership, Team
 class LoginForm(AuthenticationForm):
     """Django's authentication form with the autocomplete hints browsers expect."""
 
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["username"].widget.attrs.update({"autocomplete": "username", "autocapitalize": "none"})
         self.fields["password"].widget.attrs.update({"autocomplete": "current-password"})

@@ -11,7 +11,8 @@ def _current_team(request: HttpRequest) -> Team | None:
     if not request.user.is_authenticated:
         return None
     teams = Team.objects.filter(memberships__user=request.user)
-    team = teams.filter(pk=request.session.get(SESSION_KEY)).first() or teams.order_by("pk").first()
+    # No team in the session yet: pk 0 matches no row (ids start at 1), like a stale id does.
+    team = teams.filter(pk=request.session.get(SESSION_KEY, 0)).first() or teams.order_by("pk").first()
     if team and request.session.get(SESSION_KEY) != team.pk:
         request.session[SESSION_KEY] = team.pk
     return team
@@ -24,5 +25,6 @@ class CurrentTeamMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        # Our own attribute (typed on evalsite.http.AuthedRequest): HttpRequest does not declare it.
         request.team = _current_team(request)  # type: ignore[attr-defined]
         return self.get_response(request)

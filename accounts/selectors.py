@@ -1,6 +1,6 @@
 """Reads shared by the accounts views."""
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import F, QuerySet
 from django.shortcuts import get_object_or_404
 
@@ -20,14 +20,14 @@ def membership_get(*, team: Team, membership_id: int) -> Membership:
     return get_object_or_404(Membership.objects.select_related("user", "team").filter(team=team), pk=membership_id)
 
 
-def user_membership(*, user: AbstractBaseUser, team: Team) -> Membership | None:
+def user_membership(*, user: User, team: Team) -> Membership | None:
     return Membership.objects.filter(team=team, user=user).first()
 
 
-def api_token_list(*, user: AbstractBaseUser) -> QuerySet[ApiToken]:
+def api_token_list(*, user: User) -> QuerySet[ApiToken]:
     """Active tokens first (newest first), then revoked ones (latest revocation first)."""
     return ApiToken.objects.filter(user=user).order_by(F("revoked_at").desc(nulls_first=True), "-created_at")
 
 
-def api_token_get_for_user(*, user: AbstractBaseUser, token_id: int) -> ApiToken:
+def api_token_get_for_user(*, user: User, token_id: int) -> ApiToken:
     return get_object_or_404(ApiToken.objects.filter(user=user), pk=token_id)

@@ -1,6 +1,6 @@
 """Every write in the accounts area: teams, memberships and API tokens."""
 
-from django.contrib.auth.models import AbstractBaseUser, User
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -9,7 +9,7 @@ from accounts.models import ApiToken, Membership, Team
 
 
 @transaction.atomic
-def team_create(*, user: AbstractBaseUser, name: str) -> Team:
+def team_create(*, user: User, name: str) -> Team:
     """A new team with its creator as the owner."""
     team = Team.objects.create(name=name.strip())
     Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
@@ -70,7 +70,7 @@ def membership_remove(*, membership: Membership) -> None:
     membership.delete()
 
 
-def api_token_create(*, user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
+def api_token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
     """A new token and its raw value. The raw value is returned once and never stored."""
     raw = ApiToken.generate_raw()
     token = ApiToken.objects.create(

@@ -9,7 +9,7 @@ import hashlib
 import logging
 import math
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.core.cache import cache
@@ -41,7 +41,7 @@ def client_ip(request: HttpRequest) -> str:
 
 def login_is_throttled(*, username: str, ip: str) -> bool:
     limit = settings.LOGIN_THROTTLE_ATTEMPTS
-    counts = _tolerant(lambda: cache.get_many(_keys(username=username, ip=ip)), {})
+    counts: dict[str, Any] = _tolerant(lambda: cache.get_many(_keys(username=username, ip=ip)), {})
     return any(count >= limit for count in counts.values())
 
 

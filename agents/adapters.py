@@ -213,7 +213,7 @@ class HttpAdapter(Adapter):
             raise AgentConfigError("This HTTP agent has no endpoint URL. Set one on the agent's configuration.")
 
     def ask(self, request: AgentRequest) -> AgentReply:
-        payload = {
+        payload: dict[str, Any] = {
             "question": request.question,
             "conversation": request.conversation,
             "documents": [
@@ -298,7 +298,8 @@ def _normalised_tool_calls(raw: Any) -> list[dict[str, Any]]:
             continue
         if not isinstance(item, dict):
             continue
-        source = item.get("function") if isinstance(item.get("function"), dict) else item
+        function = item.get("function")
+        source = function if isinstance(function, dict) else item
         args = source.get("args", source.get("arguments", source.get("input", {})))
         if isinstance(args, str):
             try:

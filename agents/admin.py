@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.http import HttpRequest
 
 from agents.models import Agent, AgentVersion
 
@@ -9,12 +10,11 @@ class AgentVersionInline(admin.TabularInline):
     model = AgentVersion
     fk_name = "agent"
     extra = 0
-    fields = ["number", "note", "model", "created_by", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("number", "note", "model", "created_by", "created_at")
     can_delete = False
     show_change_link = True
 
-    def has_add_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request: HttpRequest, obj: Agent | None = None) -> bool:
         return False
 
 
@@ -33,11 +33,18 @@ class AgentVersionAdmin(admin.ModelAdmin):
     list_filter = ["agent__kind"]
     search_fields = ["agent__name", "note"]
     # CONFIG_FIELDS has http_header_names, not http_headers: header values are secrets, even for staff.
-    fields = ["agent", "number", "note", *AgentVersion.CONFIG_FIELDS, "rolled_back_from", "created_by", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "agent",
+        "number",
+        "note",
+        *AgentVersion.CONFIG_FIELDS,
+        "rolled_back_from",
+        "created_by",
+        "created_at",
+    )
 
-    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+    def has_change_permission(self, request: HttpRequest, obj: AgentVersion | None = None) -> bool:
         return False

@@ -4,9 +4,10 @@ HTTP header values are secrets: a diff shows header names only, and marks a head
 whose value changed without ever printing either value.
 """
 
+import dataclasses
 import difflib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agents.models import AgentVersion
@@ -36,7 +37,8 @@ class DiffLine:
 class FieldDiff:
     field: str
     label: str
-    lines: list[DiffLine] = field(default_factory=list)
+    # dataclasses.field in full: the `field` attribute above shadows the bare name in this class.
+    lines: list[DiffLine] = dataclasses.field(default_factory=list)
 
     @property
     def added(self) -> int:

@@ -6,7 +6,7 @@ never rendered back, and leaving it blank keeps the stored value.
 """
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -94,9 +94,9 @@ class AgentForm(forms.Form):
         # (e.g. a half-typed URL before switching kind) must not block the save.
         for name in ("instructions", "skills", "knowledge", "guardrails", "model", "temperature", "http_url"):
             if name not in KIND_FIELDS[kind]:
-                self._errors.pop(name, None)
+                self.errors.pop(name, None)
         if "http_url" not in KIND_FIELDS[kind]:
-            self._errors.pop("http_timeout", None)
+            self.errors.pop("http_timeout", None)
         if kind == Agent.Kind.LLM and not cleaned.get("instructions", "").strip():
             self.add_error("instructions", "An LLM agent needs instructions (its system prompt).")
         if kind == Agent.Kind.KNOWLEDGE and not cleaned.get("knowledge", "").strip():
@@ -173,7 +173,11 @@ class BaseToolFormSet(BaseFormSet):
         ]
 
 
-ToolFormSet = formset_factory(ToolForm, formset=BaseToolFormSet, extra=0, can_delete=True, max_num=50)
+# formset_factory is typed as returning the base BaseFormSet: keep our subclass's methods visible.
+ToolFormSet = cast(
+    type[BaseToolFormSet],
+    formset_factory(ToolForm, formset=BaseToolFormSet, extra=0, can_delete=True, max_num=50),
+)
 
 
 class HeaderForm(forms.Form):
@@ -248,7 +252,9 @@ class BaseHeaderFormSet(BaseFormSet):
         self.cleaned_headers = headers
 
 
-HeaderFormSet = formset_factory(HeaderForm, formset=BaseHeaderFormSet, extra=1, max_num=30)
+HeaderFormSet = cast(
+    type[BaseHeaderFormSet], formset_factory(HeaderForm, formset=BaseHeaderFormSet, extra=1, max_num=30)
+)
 
 
 class AgentEditor:

@@ -1,6 +1,6 @@
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
@@ -8,12 +8,14 @@ from accounts.models import Team
 from agents.models import Agent, AgentVersion
 
 
-def agent_list(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Agent]:
-    """Agents of every team the user belongs to."""
+def agent_list(*, user: User | AnonymousUser) -> QuerySet[Agent]:
+    """Agents of every team the user belongs to (none for an anonymous user: outsiders see nothing)."""
+    if isinstance(user, AnonymousUser):
+        return Agent.objects.none()
     return Agent.objects.filter(team__memberships__user=user).select_related("current_version", "team")
 
 
-def agent_get_for_user(*, user: AbstractBaseUser | AnonymousUser, agent_id: int) -> Agent:
+def agent_get_for_user(*, user: User | AnonymousUser, agent_id: int) -> Agent:
     """The agent, or 404 when it does not exist or belongs to a team the user is not in."""
     return get_object_or_404(agent_list(user=user), pk=agent_id)
 

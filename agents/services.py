@@ -8,7 +8,7 @@ version and points the agent at it; saving an unchanged one makes nothing.
 import re
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.db import IntegrityError, transaction
@@ -108,7 +108,9 @@ def _name_check(*, team: Team, name: str, exclude_pk: int | None = None) -> str:
     name = name.strip()
     if not name:
         raise ValidationError({"name": "Enter a name."})
-    taken = Agent.objects.filter(team=team, name__iexact=name).exclude(pk=exclude_pk)
+    taken = Agent.objects.filter(team=team, name__iexact=name)
+    if exclude_pk is not None:
+        taken = taken.exclude(pk=exclude_pk)
     if taken.exists():
         raise ValidationError({"name": f"An agent called “{name}” already exists in this team."})
     return name
@@ -134,7 +136,7 @@ def _check_config_keys(config: dict[str, Any]) -> None:
 def _version_create(
     *,
     agent: Agent,
-    user: AbstractBaseUser | None,
+    user: User | None,
     note: str,
     config: dict[str, Any],
     rolled_back_from: AgentVersion | None = None,
@@ -161,7 +163,7 @@ def _version_create(
 def agent_create(
     *,
     team: Team,
-    user: AbstractBaseUser | None,
+    user: User | None,
     name: str,
     kind: str,
     description: str = "",
@@ -187,7 +189,7 @@ def agent_create(
 def agent_update(
     *,
     agent: Agent,
-    user: AbstractBaseUser | None,
+    user: User | None,
     note: str = "",
     name: str | None = None,
     description: str | None = None,
@@ -222,7 +224,7 @@ def _comparable(*, kind: str, config: dict[str, Any]) -> dict[str, Any]:
 
 
 @transaction.atomic
-def agent_rollback(*, agent: Agent, version: AgentVersion, user: AbstractBaseUser | None) -> Agent:
+def agent_rollback(*, agent: Agent, version: AgentVersion, user: User | None) -> Agent:
     """Make a new version with the configuration of an older one (history is never rewritten)."""
     locked = Agent.objects.select_for_update(of=("self",)).select_related("current_version").get(pk=agent.pk)
     if version.agent_id != locked.pk:
@@ -260,12 +262,18 @@ def agent_delete(*, agent: Agent) -> None:
     if Dataset.objects.filter(agent=locked, status=Dataset.Status.EXTRACTING).exists():
         raise ValidationError("A dataset of this agent is still being extracted. Wait for it to finish, then delete.")
     files = list(Document.objects.filter(dataset__agent=locked).values_list("file", flat=True))
-    storage = Document._meta.get_field("file").storage  # type: ignore[union-attr]
+    storage = Document._meta.get_field("file").storage
 
     # Runs pin versions and the agent points at one, both with PROTECT: release those first.
     locked.current_version = None
     locked.save(update_fields=["current_version"])
     Run.objects.filter(agent=locked).delete()
     locked.delete()
+
+    def delete_files() -> None:
+        for name in files:
+            if name:
+                storage.delete(name)
+
     # Document files go only once the rows are gone for good.
-    transaction.on_commit(lambda: [storage.delete(name) for name in files if name])
+    transaction.on_commit(delete_files)

@@ -144,6 +144,7 @@ def agent_edit(request: AuthedRequest, agent_id: int) -> HttpResponse:
             editor.form.add_error(None, error)
         else:
             if agent.current_version_id != before:
+                # A saved agent always has a current version; the field itself is nullable.
                 messages.success(request, f"Saved as version {agent.current_version.number}.")  # type: ignore[union-attr]
             else:
                 messages.info(request, "Saved. The configuration did not change, so no new version was made.")
@@ -225,6 +226,7 @@ def version_rollback(request: AuthedRequest, agent_id: int, version_id: int) -> 
             )
         messages.error(request, " ".join(error.messages))
         return redirect(url)
+    # agent_rollback always leaves a current version; the field itself is nullable.
     number = agent.current_version.number  # type: ignore[union-attr]
     messages.success(request, f"Rolled back to version {version.number}: saved as version {number}.")
     return _navigate(request, url)

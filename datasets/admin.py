@@ -4,14 +4,16 @@ from django.http import HttpRequest
 
 from datasets.models import Dataset, Document, TestCase
 
+_CASE_FIELDS = ("position", "case_id", "question", "expected_answer")
+
 
 class TestCaseInline(admin.TabularInline):
     model = TestCase
     extra = 0
-    fields = ["position", "case_id", "question", "expected_answer"]
+    fields = _CASE_FIELDS
     show_change_link = True
     # A dataset holds up to hundreds of cases; the inline lists them, editing happens per case.
-    readonly_fields = fields
+    readonly_fields = _CASE_FIELDS
     can_delete = False
 
     def has_add_permission(self, request: HttpRequest, obj: Dataset | None = None) -> bool:

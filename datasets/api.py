@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, HttpRequest
 from ninja import Field, Router, Schema, Status
@@ -197,8 +198,15 @@ def _invalid(exc: DjangoValidationError) -> NinjaValidationError:
     return NinjaValidationError(errors)
 
 
+def _user(request: HttpRequest) -> User:
+    """The token's owner: every operation here needs TokenAuth, which sets request.user to it."""
+    user = request.user
+    assert isinstance(user, User)
+    return user
+
+
 def _agent(request: HttpRequest, agent_id: int) -> Agent:
-    return agent_get_for_user(user=request.user, agent_id=agent_id)
+    return agent_get_for_user(user=_user(request), agent_id=agent_id)
 
 
 def _dataset(request: HttpRequest, agent_id: int, dataset_id: int) -> Dataset:
@@ -243,7 +251,7 @@ def dataset_list(request: HttpRequest, agent_id: int) -> Any:
 def dataset_create(request: HttpRequest, agent_id: int, payload: DatasetIn) -> Status[Dataset]:
     agent = _agent(request, agent_id)
     try:
-        dataset = services.dataset_create(agent=agent, user=request.user, **payload.model_dump())
+        dataset = services.dataset_create(agent=agent, user=_user(request), **payload.model_dump())
     except DjangoValidationError as exc:
         raise _invalid(exc) from None
     dataset.case_count = 0  # type: ignore[attr-defined]

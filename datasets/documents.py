@@ -104,7 +104,8 @@ def case_document_detach(*, case: TestCase, document: Document) -> None:
     if not is_source_document(document) and not document.cases.exists():
         file_name = document.file.name
         document.delete()
-        transaction.on_commit(lambda: _delete_name(file_name))
+        if file_name is not None:  # always set on a saved row; None is only an unsaved FieldFile's
+            transaction.on_commit(lambda: _delete_name(file_name))
 
 
 def is_source_document(document: Document) -> bool:

@@ -75,7 +75,8 @@ class DatasetCreateForm(_GuardedUploadForm):
         return _check_upload(file, (".csv", ".tsv", ".txt", ".json")) if file else None
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data  # what Form.clean() returns, typed without its Optional
         if not cleaned.get("name", "").strip() and not cleaned.get("file") and "file" not in self.errors:
             self.add_error("name", "Give the dataset a name.")
         return cleaned
@@ -274,7 +275,9 @@ class CaseForm(forms.Form):
         # person see this error together with the others.
         case_id = self.cleaned_data["case_id"].strip()
         if case_id and self.dataset is not None:
-            taken = self.dataset.cases.filter(case_id=case_id).exclude(pk=self.case.pk if self.case else None)
+            taken = self.dataset.cases.filter(case_id=case_id)
+            if self.case is not None:
+                taken = taken.exclude(pk=self.case.pk)
             if taken.exists():
                 raise ValidationError(f"Another test case in this dataset already uses the id “{case_id}”.")
         return case_id
@@ -300,7 +303,8 @@ class CaseForm(forms.Form):
         return [chunk for chunk in self._chunks if chunk.strip()]
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data  # what Form.clean() returns, typed without its Optional
         # Fields that failed their own checks are already reported; normalise the rest.
         values = {name: value for name, value in cleaned.items() if name not in self.errors}
         try:

@@ -226,6 +226,11 @@ def _label(field_name: str) -> str:
 # ---- EvalSet JSON ----------------------------------------------------------------
 
 
+def _object(value: Any) -> dict[str, Any]:
+    """The value when it is a JSON object, else {}: our "evalsite" blocks are optional in a file."""
+    return value if isinstance(value, dict) else {}
+
+
 def _get(mapping: Any, snake: str, default: Any = None) -> Any:
     """ADK writes snake_case files but its models also accept camelCase aliases."""
     if not isinstance(mapping, dict):
@@ -294,7 +299,7 @@ def _case_from_eval_case(item: Any) -> dict[str, Any]:
         if not tools and _get(item, key):
             tools = _get(item, key)
 
-    extension = item.get("evalsite") if isinstance(item.get("evalsite"), dict) else {}
+    extension = _object(item.get("evalsite"))
     fields: dict[str, Any] = {
         # Our own exports say when a case had no stable id (eval_id was made up on export).
         "case_id": extension["case_id"] if "case_id" in extension else str(_get(item, "eval_id") or ""),
@@ -369,8 +374,8 @@ def parse_eval_set(data: bytes) -> ParsedFile:
     if problems:
         raise _fail(problems)
 
-    extension = envelope.get("evalsite") if isinstance(envelope.get("evalsite"), dict) else {}
-    scoring = extension.get("scoring") if isinstance(extension.get("scoring"), dict) else {}
+    extension = _object(envelope.get("evalsite"))
+    scoring = _object(extension.get("scoring"))
     try:
         scoring = scoring_fields_clean({key: value for key, value in scoring.items() if key in SCORING_FIELDS})
     except ValidationError as exc:

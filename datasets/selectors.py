@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypedDict
+
 from django.db.models import Count, Q, QuerySet
 from django.urls import NoReverseMatch, reverse
 
 from agents.models import Agent
 from datasets.models import Dataset, TestCase
 
+if TYPE_CHECKING:
+    # django-stubs (a dev requirement) types annotated rows; only the checker imports it.
+    from django_stubs_ext import WithAnnotations
+
+    class CaseCount(TypedDict):
+        case_count: int
+
+    DatasetWithCount = WithAnnotations[Dataset, CaseCount]
+
 # At most this many words of a search are used; each must match somewhere.
 MAX_SEARCH_TERMS = 8
 
 
-def dataset_list(*, agent: Agent) -> QuerySet[Dataset]:
+def dataset_list(*, agent: Agent) -> QuerySet[DatasetWithCount]:
     """The agent's datasets, newest first, each with `case_count`."""
     return (
         Dataset.objects.filter(agent=agent)
@@ -22,7 +33,7 @@ def dataset_list(*, agent: Agent) -> QuerySet[Dataset]:
     )
 
 
-def dataset_get(*, agent: Agent, dataset_id: int) -> Dataset | None:
+def dataset_get(*, agent: Agent, dataset_id: int) -> DatasetWithCount | None:
     dataset = dataset_list(agent=agent).filter(pk=dataset_id).first()
     if dataset is not None:
         dataset.agent = agent  # already loaded and checked; saves a query per use

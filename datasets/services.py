@@ -7,14 +7,15 @@ form, the JSON API, the importers, extraction and AI generation all go through i
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
@@ -249,9 +250,9 @@ def _extra(value: Any) -> dict:
     return dict(value)
 
 
-_CLEANERS = {
+_CLEANERS: dict[str, Callable[[Any], Any]] = {
     **{name: _text for name in _TEXT_FIELDS},
-    **{name: (lambda v, n=n: _short(v, n)) for name, n in _SHORT_FIELDS.items()},
+    **{name: functools.partial(_short, max_length=n) for name, n in _SHORT_FIELDS.items()},
     "turns": _turns,
     "expected_tools": _tools,
     "trajectory_mode": _trajectory_mode,
@@ -341,7 +342,9 @@ _NAME_TAKEN = "This agent already has a dataset named “{name}”. Choose anoth
 
 
 def _check_name_free(*, agent: Agent, name: str, exclude_pk: int | None = None) -> None:
-    taken = Dataset.objects.filter(agent=agent, name__iexact=name).exclude(pk=exclude_pk)
+    taken = Dataset.objects.filter(agent=agent, name__iexact=name)
+    if exclude_pk is not None:
+        taken = taken.exclude(pk=exclude_pk)
     if taken.exists():
         raise ValidationError({"name": [_NAME_TAKEN.format(name=name)]})
 
@@ -350,7 +353,7 @@ def _check_name_free(*, agent: Agent, name: str, exclude_pk: int | None = None) 
 def dataset_create(
     *,
     agent: Agent,
-    user: AbstractBaseUser | None,
+    user: User | None,
     name: str,
     source: str = Dataset.Source.MANUAL,
     status: str = Dataset.Status.READY,
@@ -452,7 +455,12 @@ def _delete_files(names: Iterable[str]) -> None:
 
 
 def _check_case_id_free(*, dataset: Dataset, case_id: str, exclude_pk: int | None = None) -> None:
-    if case_id and dataset.cases.filter(case_id=case_id).exclude(pk=exclude_pk).exists():
+    if not case_id:
+        return
+    taken = dataset.cases.filter(case_id=case_id)
+    if exclude_pk is not None:
+        taken = taken.exclude(pk=exclude_pk)
+    if taken.exists():
         raise ValidationError({"case_id": [f"Another test case in this dataset already uses the id “{case_id}”."]})
 
 
@@ -663,7 +671,7 @@ def dataset_import_json(*, dataset: Dataset, file: UploadedFile) -> ImportResult
 
 
 def dataset_create_from_file(
-    *, agent: Agent, user: AbstractBaseUser | None, name: str, file: UploadedFile
+    *, agent: Agent, user: User | None, name: str, file: UploadedFile
 ) -> tuple[Dataset, ImportResult]:
     """A new dataset filled from a CSV or EvalSet JSON file, in one transaction: a bad
     file leaves no empty dataset behind. An empty name falls back to the eval set's name

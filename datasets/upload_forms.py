@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import IO, Any
+
 from django import forms
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
+from django.http import HttpRequest, QueryDict
+from django.utils.datastructures import MultiValueDict
 
 from datasets.documents import upload_validate
 from datasets.extraction.validation import ACCEPT_ATTRIBUTE, ValidatedFile, too_big_message
@@ -23,18 +27,33 @@ class UploadSizeGuard(FileUploadHandler):
     Put it first in request.upload_handlers, before anything reads request.POST.
     """
 
-    def __init__(self, request: object = None) -> None:
+    def __init__(self, request: HttpRequest | None = None) -> None:
         super().__init__(request)
         self.max_bytes = settings.UPLOAD_MAX_BYTES
         self.too_big: int | None = None  # the size seen when the upload was refused
         self._content_length = 0
 
-    def handle_raw_input(self, input_data, META, content_length, boundary, encoding=None):  # type: ignore[no-untyped-def]
+    def handle_raw_input(
+        self,
+        input_data: IO[bytes],
+        META: dict[str, str],
+        content_length: int,
+        boundary: str,
+        encoding: str | None = None,
+    ) -> tuple[QueryDict, MultiValueDict[str, UploadedFile[Any]]] | None:
         self._content_length = content_length
         return None
 
-    def new_file(self, *args: object, **kwargs: object) -> None:
-        super().new_file(*args, **kwargs)  # type: ignore[arg-type]
+    def new_file(
+        self,
+        field_name: str,
+        file_name: str,
+        content_type: str,
+        content_length: int | None,
+        charset: str | None = None,
+        content_type_extra: dict[str, bytes] | None = None,
+    ) -> None:
+        super().new_file(field_name, file_name, content_type, content_length, charset, content_type_extra)
         # Fields before the file (CSRF token, name) are parsed already and kept; the
         # parser discards the rest of the body without storing a byte of it.
         if self._content_length > self.max_bytes + MULTIPART_OVERHEAD_BYTES:
@@ -60,8 +79,8 @@ class DocumentUploadForm(forms.Form):
         error_messages={"required": "Choose a file to upload."},
     )
 
-    def __init__(self, *args: object, too_big: int | None = None, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *args: Any, too_big: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.too_big = too_big
         self.validated: ValidatedFile | None = None
 

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpResponse
+from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.clickjacking import xframe_options_sameorigin
@@ -116,7 +116,7 @@ def dataset_status(request: AuthedRequest, agent_id: int, dataset_id: int) -> Ht
 
 @login_required
 @require_GET
-def document_download(request: AuthedRequest, agent_id: int, dataset_id: int, document_id: int) -> HttpResponse:
+def document_download(request: AuthedRequest, agent_id: int, dataset_id: int, document_id: int) -> FileResponse:
     _, _, document = _get_document_for_user(request, agent_id, dataset_id, document_id)
     try:
         return documents.download_response(document)
@@ -127,7 +127,7 @@ def document_download(request: AuthedRequest, agent_id: int, dataset_id: int, do
 @login_required
 @require_GET
 @xframe_options_sameorigin  # shown in the preview dialog's <iframe>; the page itself stays DENY
-def document_view(request: AuthedRequest, agent_id: int, dataset_id: int, document_id: int) -> HttpResponse:
+def document_view(request: AuthedRequest, agent_id: int, dataset_id: int, document_id: int) -> FileResponse:
     _, _, document = _get_document_for_user(request, agent_id, dataset_id, document_id)
     try:
         response = documents.pdf_inline_response(document)
@@ -190,7 +190,7 @@ def _case_document_attach(
             add_service_errors(form, exc)
     if not request.htmx:
         for error in form.errors.get("file", []) + form.non_field_errors():
-            messages.error(request, error)
+            messages.error(request, str(error))  # ErrorList yields str; its stubs also allow ValidationError
         if attached:
             messages.success(request, f"Attached {attached.original_name}.")
         return redirect("datasets:detail", agent.pk, dataset.pk)

@@ -4,6 +4,8 @@ put on a form, and the upload size guard."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.core.exceptions import ValidationError
 from django.forms import Form
 from django.http import Http404
@@ -11,16 +13,19 @@ from django.http import Http404
 from agents.models import Agent
 from agents.selectors import agent_get_for_user
 from datasets import selectors
-from datasets.models import Dataset, TestCase
+from datasets.models import TestCase
 from datasets.upload_forms import UploadSizeGuard
 from evalsite.http import AuthedRequest
+
+if TYPE_CHECKING:
+    from datasets.selectors import DatasetWithCount
 
 
 def get_agent_for_user(request: AuthedRequest, agent_id: int) -> Agent:
     return agent_get_for_user(user=request.user, agent_id=agent_id)
 
 
-def get_dataset_for_user(request: AuthedRequest, agent_id: int, dataset_id: int) -> tuple[Agent, Dataset]:
+def get_dataset_for_user(request: AuthedRequest, agent_id: int, dataset_id: int) -> tuple[Agent, DatasetWithCount]:
     agent = get_agent_for_user(request, agent_id)
     dataset = selectors.dataset_get(agent=agent, dataset_id=dataset_id)
     if dataset is None:
@@ -30,7 +35,7 @@ def get_dataset_for_user(request: AuthedRequest, agent_id: int, dataset_id: int)
 
 def get_case_for_user(
     request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: int, *, with_documents: bool = False
-) -> tuple[Agent, Dataset, TestCase]:
+) -> tuple[Agent, DatasetWithCount, TestCase]:
     """The case, its dataset and agent. with_documents prefetches the case's documents for
     pages that list them; the document views change them first, so they skip that query."""
     agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)

@@ -9,7 +9,7 @@ the region concerned. Without JavaScript the same URLs are ordinary pages.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib import messages
@@ -45,6 +45,9 @@ from datasets.view_helpers import (
     install_upload_guard,
 )
 from evalsite.http import AuthedRequest
+
+if TYPE_CHECKING:
+    from datasets.selectors import DatasetWithCount
 
 CASES_PER_PAGE = 25
 
@@ -217,8 +220,8 @@ def _renamed(request: AuthedRequest, agent: Agent, dataset: Dataset, place: str)
         if place == "dialog":
             return redirect("datasets:detail", agent.pk, dataset.pk)
         return redirect("datasets:list", agent.pk)
-    dataset = selectors.dataset_get(agent=agent, dataset_id=dataset.pk)  # fresh case count
-    response = render(request, "datasets/partials/dataset_row.html", {"agent": agent, "dataset": dataset})
+    fresh = selectors.dataset_get(agent=agent, dataset_id=dataset.pk)  # fresh case count
+    response = render(request, "datasets/partials/dataset_row.html", {"agent": agent, "dataset": fresh})
     return _toast(response, message)
 
 
@@ -261,7 +264,7 @@ def _case_list_context(agent: Agent, dataset: Dataset, page: Page, query: str, t
     return {"agent": agent, "dataset": dataset, "page": page, "query": query, "total": total}
 
 
-def _detail(request: AuthedRequest, agent: Agent, dataset: Dataset) -> HttpResponse:
+def _detail(request: AuthedRequest, agent: Agent, dataset: DatasetWithCount) -> HttpResponse:
     page, query = _case_page(request, dataset)
     total = dataset.case_count  # annotated by the selector
     context = _case_list_context(agent, dataset, page, query, total)

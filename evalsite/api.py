@@ -11,7 +11,7 @@ from accounts.models import ApiToken
 class TokenAuth(HttpBearer):
     """`Authorization: Bearer evs_…`; sets request.user to the token's owner."""
 
-    def authenticate(self, request: HttpRequest, token: str):  # type: ignore[override]
+    def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
         if not token.startswith(ApiToken.PREFIX):
             return None  # not one of ours: skip the database
         api_token = (

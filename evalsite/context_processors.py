@@ -8,6 +8,7 @@ def console(request: HttpRequest) -> dict:
     if not (user and user.is_authenticated):
         return {}
     return {
+        # Set by accounts.middleware.CurrentTeamMiddleware; HttpRequest does not declare it.
         "current_team": request.team,  # type: ignore[attr-defined]
         "user_teams": user.teams.order_by("name"),
         "llm_configured": llm.is_configured("llm"),

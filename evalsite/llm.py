@@ -69,7 +69,7 @@ class LLMNotConfigured(LLMError):
 @dataclass
 class LLMResult:
     text: str  # assistant text ("" when only tool calls)
-    data: Any | None  # parsed and validated JSON (complete_json only)
+    data: Any  # parsed and validated JSON (complete_json only; None for the other calls)
     tool_calls: list[dict[str, Any]]  # [{"id", "name", "arguments": dict}]
     message: dict[str, Any]  # the assistant message, to append to a conversation in tool loops
     model: str
@@ -107,7 +107,7 @@ def _litellm() -> ModuleType:
     litellm.suppress_debug_info = True
     litellm.drop_params = True
     # litellm.embedding() turns max_retries=0 into this default, so the SDK would retry under us.
-    litellm.DEFAULT_MAX_RETRIES = 0  # type: ignore[attr-defined]
+    litellm.DEFAULT_MAX_RETRIES = 0  # type: ignore[misc]  # litellm declares it Final; overriding it is the point
     return litellm
 
 

@@ -4,12 +4,12 @@ from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Header, Router, Schema, Status
 
 from agents.selectors import agent_get_for_user
 from datasets.models import Dataset
+from evalsite.http import ApiRequest
 from runs import selectors, services
 from runs.models import Run
 
@@ -114,7 +114,7 @@ class RunDetailOut(RunOut):
     summary="Start an evaluation run",
 )
 def run_start(
-    request: HttpRequest,
+    request: ApiRequest,
     agent_id: int,
     dataset_id: int,
     payload: RunStartIn | None = None,
@@ -135,5 +135,5 @@ def run_start(
 
 
 @router.get("/runs/{run_id}", response=RunDetailOut, summary="A run's status, counters and results")
-def run_detail(request: HttpRequest, run_id: int) -> Run:
+def run_detail(request: ApiRequest, run_id: int) -> Run:
     return selectors.run_get_for_user(user=request.user, run_id=run_id)

@@ -243,7 +243,8 @@ _ORDER = [CHANGE_REGRESSION, CHANGE_FIX, CHANGE_WORSE, CHANGE_BETTER, CHANGE_SAM
 
 def _row_order(row: CaseRow) -> tuple[int, float, int]:
     rank = _ORDER.index(row.change) if row.change in _ORDER else len(_ORDER)
-    position = (row.b or row.a).position if (row.b or row.a) else 0  # type: ignore[union-attr]
+    side = row.b or row.a
+    position = side.position if side else 0
     if row.change == CHANGE_ONLY_B:
         position += 1_000_000  # after A's leftovers
     # Within "worse" and "better", the biggest moves first.

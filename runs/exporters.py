@@ -216,7 +216,8 @@ def _result_row(run: Run, result: Result) -> list[Any]:
 def _scorer_text(row: dict[str, Any]) -> str:
     value = row.get("score")
     shown = "–" if value is None else f"{value:g}"
-    verdict = {True: " pass", False: " fail"}.get(row.get("passed"), "")
+    verdicts: dict[bool | None, str] = {True: " pass", False: " fail"}
+    verdict = verdicts.get(row.get("passed"), "")
     return f"{row.get('label') or row.get('name')}: {shown}{verdict}"
 
 

@@ -27,8 +27,9 @@ class RerunForm(forms.Form):
         field = self.fields["version"]
         assert isinstance(field, forms.ModelChoiceField)
         field.queryset = agent.versions.order_by("-number")
-        field.label_from_instance = lambda version: (  # type: ignore[method-assign]
-            f"Version {version.number}" + (" (current)" if version.pk == agent.current_version_id else "")
+        # Per-instance label (it needs the agent); the stubs only know the method, hence the ignore.
+        field.label_from_instance = lambda obj: (  # type: ignore[method-assign]
+            f"Version {obj.number}" + (" (current)" if obj.pk == agent.current_version_id else "")
         )
 
 

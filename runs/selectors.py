@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import connections
 from django.db.models import Case, Q, QuerySet, Value, When
 from django.shortcuts import get_object_or_404
@@ -64,9 +64,12 @@ def run_get(*, agent: Agent, run_id: int) -> Run:
     return get_object_or_404(run_list(agent=agent), pk=run_id)
 
 
-def run_get_for_user(*, user: AbstractBaseUser | AnonymousUser, run_id: int) -> Run:
+def run_get_for_user(*, user: User | AnonymousUser, run_id: int) -> Run:
     """A run of any agent of the user's teams, or 404 (never 403: outsiders learn nothing)."""
-    runs = Run.objects.filter(agent__team__memberships__user=user).select_related("agent", "agent_version")
+    if isinstance(user, AnonymousUser):
+        runs = Run.objects.none()
+    else:
+        runs = Run.objects.filter(agent__team__memberships__user=user).select_related("agent", "agent_version")
     return get_object_or_404(runs, pk=run_id)
 
 
@@ -345,8 +348,10 @@ def seen_decode(value: str) -> set[int]:
 
 def run_scores(*, run: Run) -> list[float]:
     """The scores of the finished results of the cases as written (variants excluded)."""
-    return list(
+    scores = (
         Result.objects.filter(run=run, variant=0, score__isnull=False, status__in=Result.FINISHED_STATUSES)
         .order_by()
         .values_list("score", flat=True)
     )
+    # score__isnull=False already drops the NULLs; the check only tells the type checker.
+    return [score for score in scores if score is not None]

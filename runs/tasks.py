@@ -3,7 +3,7 @@
 import gc
 import logging
 
-from celery import shared_task
+from celery import Task, shared_task
 from celery.signals import worker_init
 from django.db import InterfaceError, OperationalError
 
@@ -20,7 +20,7 @@ DATABASE_RETRY = {
 
 
 @shared_task(bind=True, **DATABASE_RETRY)
-def run_execute_case(self, result_id: int, token: str) -> None:
+def run_execute_case(self: Task, result_id: int, token: str) -> None:
     from runs.services import run_execute_case
 
     # A retry after a database error is this message again, not a worker that died.

@@ -381,7 +381,7 @@ def export_html(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespo
 
 @never_cache
 @require_GET
-def document_signed(request: AuthedRequest, agent_id: int, token: str) -> HttpResponse:
+def document_signed(request: AuthedRequest, agent_id: int, token: str) -> HttpResponse | FileResponse:
     """A case document for an HTTP agent: no login, but a signed link that expires
     (EVALSITE_DOCUMENT_URL_TTL) and names the run it was made for."""
     try:
@@ -390,8 +390,9 @@ def document_signed(request: AuthedRequest, agent_id: int, token: str) -> HttpRe
         return HttpResponse("This document link has expired.", status=410, content_type="text/plain")
     except signing.BadSignature:
         return HttpResponse("This document link is not valid.", status=403, content_type="text/plain")
-    run = Run.objects.select_related("agent").filter(pk=claims.get("r"), agent_id=agent_id).first()
-    document = Document.objects.filter(pk=claims.get("d")).first()
+    # Both keys are always there: engine.document_url is the only signer with this salt.
+    run = Run.objects.select_related("agent").filter(pk=claims["r"], agent_id=agent_id).first()
+    document = Document.objects.filter(pk=claims["d"]).first()
     if run is None or document is None or document.team_id != run.agent.team_id or not document.file:
         raise Http404("No such document")
     try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 
@@ -60,8 +60,12 @@ class BaseSuggestionEditFormSet(forms.BaseFormSet):
         ]
 
 
-SuggestionEditFormSet = forms.formset_factory(
-    SuggestionEditForm, formset=BaseSuggestionEditFormSet, extra=0, max_num=50, validate_max=True
+# formset_factory is typed as returning the base BaseFormSet: keep edits() visible.
+SuggestionEditFormSet = cast(
+    type[BaseSuggestionEditFormSet],
+    forms.formset_factory(
+        SuggestionEditForm, formset=BaseSuggestionEditFormSet, extra=0, max_num=50, validate_max=True
+    ),
 )
 
 
@@ -90,6 +94,7 @@ class _AppliesToRun(forms.Form):
 
     def __init__(self, *args: Any, run: Run, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # Both are model choice fields (declared above); self.fields is typed as plain Field.
         self.fields["suggestions"].queryset = run.suggestions.filter(state=Suggestion.State.PROPOSED)  # type: ignore[attr-defined]
         self.fields["base_version"].queryset = AgentVersion.objects.filter(agent_id=run.agent_id)  # type: ignore[attr-defined]
         self.fields["suggestions"].error_messages["invalid_choice"] = (
@@ -133,6 +138,7 @@ class VerifyForm(forms.Form):
 
     def __init__(self, *args: Any, run: Run, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # A model choice field (declared above); self.fields is typed as plain Field.
         self.fields["version"].queryset = AgentVersion.objects.filter(agent_id=run.agent_id)  # type: ignore[attr-defined]
 
     def sample_passing(self) -> int | None:

@@ -5,7 +5,7 @@ import random
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, transaction
 from django.db.models import F
@@ -75,7 +75,7 @@ def generation_is_stale(generation: SuggestionGeneration) -> bool:
     return generation.is_active and generation.queued_at < timezone.now() - GENERATION_STALE_AFTER
 
 
-def suggestion_generation_start(*, run: Run, user: AbstractBaseUser | None = None) -> SuggestionGeneration:
+def suggestion_generation_start(*, run: Run, user: User | None = None) -> SuggestionGeneration:
     """Queue the suggestion job of a completed run: called when the run finishes, and by the
     "Suggest changes" button. Idempotent: a job that is queued, running or done is returned
     as it is; only a failed, lost or empty one is queued again."""
@@ -113,7 +113,7 @@ def _enqueue_generation(run_id: int) -> None:
     suggestion_generate_task.delay(run_id=run_id)
 
 
-def _user_or_none(user: AbstractBaseUser | None) -> AbstractBaseUser | None:
+def _user_or_none(user: User | None) -> User | None:
     return user if user is not None and user.is_authenticated else None
 
 
@@ -203,7 +203,11 @@ def _weak_results(run: Run) -> list[Result]:
     weak = [r for r in results if r.status != Result.Status.PASS or (r.score is not None and r.score < threshold)]
     # One result per case is enough to learn from; repeats say the same thing.
     seen: set[int] = set()
-    unique = [r for r in weak if not (r.case_id in seen or seen.add(r.case_id))]
+    unique: list[Result] = []
+    for result in weak:
+        if result.case_id not in seen:
+            seen.add(result.case_id)
+            unique.append(result)
     return unique[:MAX_RESULTS_IN_PROMPT]
 
 
@@ -368,7 +372,7 @@ def _rewrite_field(run: Run, field: str, current: str, group: list[Suggestion]) 
 def suggestion_apply(
     *,
     run: Run,
-    user: AbstractBaseUser | None,
+    user: User | None,
     suggestions: list[Suggestion],
     fields: dict[str, str],
     base_version: AgentVersion | None = None,
@@ -432,7 +436,7 @@ def suggestion_change_request(*, run: Run, suggestions: list[Suggestion]) -> str
 def run_verify(
     *,
     parent: Run,
-    user: AbstractBaseUser | None,
+    user: User | None,
     version: AgentVersion,
     sample_passing: int | None = None,
     request_key: str = "",
@@ -476,7 +480,7 @@ def case_outcomes(*, run: Run) -> dict[int, str]:
     rows = Result.objects.filter(run=run, variant=0, status__in=Result.FINISHED_STATUSES).values_list(
         "case__position", "status"
     )
-    rank = {Result.Status.PASS: 0, Result.Status.FAIL: 1, Result.Status.ERROR: 2}
+    rank: dict[str, int] = {Result.Status.PASS: 0, Result.Status.FAIL: 1, Result.Status.ERROR: 2}
     for position, status in rows:
         if position not in outcomes or rank[status] > rank[outcomes[position]]:
             outcomes[position] = status

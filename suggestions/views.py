@@ -12,7 +12,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HTMX_STOP_POLLING, reswap, retarget, trigger_client_event
+from django_htmx.http import HTMX_STOP_POLLING, retarget, trigger_client_event
 
 from agents.diff import LABELS
 from agents.models import Agent, AgentVersion
@@ -239,7 +239,8 @@ def _applied(request: AuthedRequest, agent: Agent, run: Run, version: AgentVersi
     panel = selectors.suggestion_panel_get(agent=agent, run=run)
     response = render(request, "suggestions/partials/panel.html", {"agent": agent, "run": run, "panel": panel})
     retarget(response, "#suggestions")
-    reswap(response, "outerHTML show:#suggestions:top")
+    # The header directly: django-htmx types reswap() with the bare styles, without modifiers like show:.
+    response["HX-Reswap"] = "outerHTML show:#suggestions:top"
     return trigger_client_event(response, "toast", {"message": message, "level": "success"})
 
 
@@ -289,7 +290,7 @@ def verify(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
     agent, run = _get_run_for_user(request, agent_id, run_id)
     form = VerifyForm(request.POST, run=run)
     if not form.is_valid():
-        errors = [error for field_errors in form.errors.values() for error in field_errors]
+        errors = [str(error) for field_errors in form.errors.values() for error in field_errors]
         return _after_post(request, agent, run, " ".join(errors), "error")
     try:
         child = services.run_verify(

@@ -109,6 +109,7 @@ def _read_chunk(chunk: Chunk, trace: dict[str, str | int]) -> list[dict[str, Any
         if error.kind == "context_window" and len(chunk.text) >= 2 * MIN_CHUNK_CHARS:
             return [case for half in _halves(chunk) for case in _read_chunk(half, trace)]
         raise ExtractionFailed(_model_failure(error)) from error
+    assert result.data is not None  # complete_json returns only an answer that matched the object schema
     return list(result.data["cases"])
 
 

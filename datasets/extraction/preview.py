@@ -77,12 +77,14 @@ def _docx_blocks(path: str) -> list[Block]:
             blocks.append({"kind": "note", "text": "The rest of the document is not shown in the preview."})
             break
         if isinstance(block, DocxTable):
-            rows = []
+            rows: list[list[Any]] = []
+            width = 0
             for row_number, row in enumerate(block.rows, start=1):
                 if row_number > MAX_ROWS:
                     break
-                rows.append([row_number, [cell.text.strip()[:MAX_CELL_CHARS] for cell in row.cells[:MAX_COLUMNS]]])
-            width = max((len(cells) for _, cells in rows), default=0)
+                cells = [cell.text.strip()[:MAX_CELL_CHARS] for cell in row.cells[:MAX_COLUMNS]]
+                width = max(width, len(cells))
+                rows.append([row_number, cells])
             blocks.append(
                 {
                     "kind": "table",

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import partial
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
@@ -50,7 +51,7 @@ class Extraction:
 def dataset_upload_create(
     *,
     agent: Agent,
-    user: AbstractBaseUser | None,
+    user: User | None,
     name: str,
     upload: UploadedFile,
     validated: ValidatedFile | None = None,
@@ -123,10 +124,14 @@ def dataset_extract_requeue_stale() -> list[int]:
     from datasets.tasks import dataset_extract as dataset_extract_task
     from datasets.tasks import dataset_generate as dataset_generate_task
 
-    tasks = {Dataset.Source.UPLOAD: dataset_extract_task, Dataset.Source.GENERATED: dataset_generate_task}
+    # Keyed by the plain strings values_list gives back (a Source is equal to its value).
+    tasks: dict[str, Any] = {
+        Dataset.Source.UPLOAD: dataset_extract_task,
+        Dataset.Source.GENERATED: dataset_generate_task,
+    }
     now = timezone.now()
-    queued_before = now - timezone.timedelta(seconds=settings.EVALSITE_STALE_QUEUE_SECONDS)
-    started_before = now - timezone.timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
+    queued_before = now - timedelta(seconds=settings.EVALSITE_STALE_QUEUE_SECONDS)
+    started_before = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
     stale = Dataset.objects.filter(status=Dataset.Status.EXTRACTING, source__in=list(tasks)).filter(
         Q(job_started_at__isnull=True, created_at__lt=queued_before) | Q(job_started_at__lt=started_before)
     )

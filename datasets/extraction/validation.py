@@ -20,7 +20,7 @@ import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import BinaryIO
+from typing import IO
 
 from datasets.extraction.errors import FileRejected
 
@@ -75,7 +75,7 @@ class ValidatedFile:
     sha256: str
 
 
-def validate_file(name: str, stream: BinaryIO, size: int, *, max_bytes: int) -> ValidatedFile:
+def validate_file(name: str, stream: IO[bytes], size: int, *, max_bytes: int) -> ValidatedFile:
     """Check an upload (or a stored document) and say what it is; raises FileRejected."""
     if size == 0:
         raise FileRejected("The submitted file is empty.")
@@ -100,7 +100,7 @@ def too_big_message(size: int, max_bytes: int) -> str:
     return f"The file is {size / 1_000_000:.1f} MB; the limit is {max_bytes / 1_000_000:g} MB."
 
 
-def sha256_of(stream: BinaryIO) -> str:
+def sha256_of(stream: IO[bytes]) -> str:
     digest = hashlib.sha256()
     stream.seek(0)
     for block in iter(lambda: stream.read(1 << 20), b""):
@@ -117,14 +117,14 @@ def _extension(name: str) -> str:
     return suffix
 
 
-def _read_head(stream: BinaryIO) -> bytes:
+def _read_head(stream: IO[bytes]) -> bytes:
     stream.seek(0)
     head = stream.read(2048)
     stream.seek(0)
     return head
 
 
-def _sniff(extension: str, head: bytes, stream: BinaryIO) -> str:
+def _sniff(extension: str, head: bytes, stream: IO[bytes]) -> str:
     """The file's real type, which must agree with its extension."""
     claimed = ALLOWED_EXTENSIONS[extension]
     label = TYPE_LABELS[claimed]
@@ -153,7 +153,7 @@ def _sniff(extension: str, head: bytes, stream: BinaryIO) -> str:
     return claimed  # csv / md: checked as text by check_text
 
 
-def _ooxml_kind(stream: BinaryIO, claimed: str, extension: str) -> str:
+def _ooxml_kind(stream: IO[bytes], claimed: str, extension: str) -> str:
     names = set(_zip_names(stream))
     if "[Content_Types].xml" in names and "xl/workbook.xml" in names and claimed in ("xlsx", "xls"):
         return "xlsx"
@@ -163,7 +163,7 @@ def _ooxml_kind(stream: BinaryIO, claimed: str, extension: str) -> str:
     raise FileRejected(f"The file is named .{extension} but it is a zip archive, not {what}.")
 
 
-def _zip_names(stream: BinaryIO) -> list[str]:
+def _zip_names(stream: IO[bytes]) -> list[str]:
     try:
         with zipfile.ZipFile(stream) as archive:
             infos = archive.infolist()
@@ -178,7 +178,7 @@ def _zip_names(stream: BinaryIO) -> list[str]:
         stream.seek(0)
 
 
-def check_archive(stream: BinaryIO, file_type: str) -> None:
+def check_archive(stream: IO[bytes], file_type: str) -> None:
     """Refuse zip bombs from the declared sizes in the central directory, before inflating anything."""
     try:
         with zipfile.ZipFile(stream) as archive:
@@ -233,7 +233,7 @@ def _check_sizes(infos: Iterable[zipfile.ZipInfo]) -> None:
             raise FileRejected(bomb.format(detail=f"a part compressed {ratio:.0f} to 1"))
 
 
-def check_text(stream: BinaryIO) -> None:
+def check_text(stream: IO[bytes]) -> None:
     """CSV and Markdown must be text: no NUL bytes, and not some binary format renamed."""
     head = _read_head(stream)
     for magic, what in BINARY_MAGICS.items():
@@ -252,7 +252,7 @@ def check_text(stream: BinaryIO) -> None:
     stream.seek(0)
 
 
-def _ole_is_encrypted_ooxml(stream: BinaryIO) -> bool:
+def _ole_is_encrypted_ooxml(stream: IO[bytes]) -> bool:
     # An encrypted .xlsx is an OLE2 container with an "EncryptionInfo" stream; a real
     # .xls has a "Workbook" stream. The names are stored in UTF-16 in the directory.
     stream.seek(0)

@@ -309,6 +309,7 @@ def generate_cases(
         result.prompt_tokens += answer.prompt_tokens
         result.completion_tokens += answer.completion_tokens
         result.cost += answer.cost
+        assert answer.data is not None  # complete_json returns only an answer that matched the object schema
         candidates = _usable_cases(answer.data.get("cases") or [], rules, result)
         result.cases += _balanced_pick(candidates, result.cases, asked)
     if len(result.cases) < count:

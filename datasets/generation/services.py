@@ -14,7 +14,7 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
 from django.db import transaction
@@ -46,9 +46,7 @@ UNEXPECTED_REASON = (
 )
 
 
-def dataset_generate_create(
-    *, agent: Agent, user: AbstractBaseUser, name: str, count: int, instructions: str
-) -> Dataset:
+def dataset_generate_create(*, agent: Agent, user: User, name: str, count: int, instructions: str) -> Dataset:
     """A new dataset in Extracting whose cases the model will write; the job starts after commit."""
     if not llm.is_configured("llm"):
         raise ValidationError(NO_MODEL_MESSAGE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -21,7 +21,7 @@ from runs.services.dispatch import fill_window
 SNAPSHOT_FIELDS = tuple(name for name in CASE_FIELDS if name not in ("question", "expected_answer", "case_id"))
 
 
-def run_start(*, agent: Agent, dataset: Dataset, user: AbstractBaseUser | None, request_key: str = "") -> Run:
+def run_start(*, agent: Agent, dataset: Dataset, user: User | None, request_key: str = "") -> Run:
     """Snapshot the dataset, pin the agent's current version and queue the first cases.
 
     The same request_key (a form's one-time token, an API Idempotency-Key) never makes a
@@ -34,9 +34,11 @@ def run_start(*, agent: Agent, dataset: Dataset, user: AbstractBaseUser | None, 
     cases = list(dataset.cases.prefetch_related("documents").order_by("position", "id"))
     try:
         with transaction.atomic():
+            version = agent.current_version
+            assert version is not None  # _check_startable refused an agent without one
             return _run_create(
                 agent=agent,
-                version=agent.current_version,
+                version=version,
                 dataset=dataset,
                 scoring={name: getattr(dataset, name) for name in SCORING_FIELDS},
                 snapshots=[_case_snapshot(case) for case in cases],
@@ -53,7 +55,7 @@ def run_start(*, agent: Agent, dataset: Dataset, user: AbstractBaseUser | None, 
 def run_rerun(
     *,
     run: Run,
-    user: AbstractBaseUser | None,
+    user: User | None,
     request_key: str = "",
     version: AgentVersion | None = None,
     purpose: str = Run.Purpose.RERUN,
@@ -135,7 +137,7 @@ def _run_create(
     dataset: Dataset | None,
     scoring: dict[str, Any],
     snapshots: list[dict[str, Any]],
-    user: AbstractBaseUser | None,
+    user: User | None,
     request_key: str,
     dataset_name: str = "",
     parent: Run | None = None,

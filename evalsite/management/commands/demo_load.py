@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.core.management.base import BaseCommand
 
 from evalsite import demo
@@ -6,7 +8,7 @@ from evalsite import demo
 class Command(BaseCommand):
     help = "Load the demo team, user, agents and dataset once (nothing changes when the demo user exists)."
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         data = demo.demo_load()
         if data.created:
             self.stdout.write(
