@@ -15,12 +15,13 @@ CHROMIUM := /usr/bin/chromium
 
 export PORT HOST
 
-.PHONY: run test lint format bench check-deploy install install-dev browser clean help
+.PHONY: run test lint typecheck format bench check-deploy install install-dev browser clean help
 
 help:
 	@echo "make run           install, migrate, load the demo and start web, worker, beat (and the embedded Redis)"
 	@echo "make test          install the test dependencies and run the whole test suite"
 	@echo "make lint          ruff check and ruff format --check"
+	@echo "make typecheck     mypy with django-stubs over the application code (mypy.ini)"
 	@echo "make bench         run every bench/bench_*.py and print a table"
 	@echo "make check-deploy  Django's deployment checks with production-like settings"
 
@@ -74,6 +75,9 @@ test: install-dev browser
 lint: install-dev
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+
+typecheck: install-dev
+	$(PY) -m mypy
 
 format: install-dev
 	$(PY) -m ruff format .
