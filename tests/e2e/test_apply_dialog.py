@@ -53,6 +53,7 @@ def test_apply_dialog_from_choice_to_new_version(
     dialog = page.locator("dialog#apply-dialog")
     expect(dialog).to_be_visible()
     expect(dialog.get_by_role("checkbox")).to_have_count(3)
+    expect(page.locator(".htmx-settling")).to_have_count(0)  # the step's htmx attributes are live
     dialog.get_by_role("checkbox", name="Apply suggestion 2").uncheck()
     dialog.get_by_label("Title").first.fill("Publish the phone number")
     dialog.get_by_role("button", name="Continue: review the change").click()
@@ -64,6 +65,9 @@ def test_apply_dialog_from_choice_to_new_version(
     expect(diff.locator(".add", has_text="SLA credit is 10%.")).to_be_visible()
     expect(diff).not_to_contain_text("Non-profits")
     final = dialog.get_by_label("Final knowledge")
+    # htmx binds the textarea's input trigger when the swap settles (20 ms after it shows,
+    # longer on a loaded machine): an edit before that would go unheard, as no person types.
+    expect(page.locator(".htmx-settling")).to_have_count(0)
     final.fill(final.input_value() + "\n\nEdited in the dialog.")
     expect(diff.locator(".add", has_text="Edited in the dialog.")).to_be_visible()  # the diff follows the edit
     dialog.get_by_role("button", name="Apply: save as version 2").click()
