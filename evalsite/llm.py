@@ -383,8 +383,8 @@ _UNPRICED_MODELS: set[str] = set()
 def _cost(response: Any) -> float:
     # litellm has priced the response already (its x-litellm-response-cost figure):
     # pricing it again took as long as the rest of litellm's bookkeeping for a call.
-    priced = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
-    if priced is not None:
+    priced = _hidden_param(response, "response_cost")
+    if isinstance(priced, int | float):
         return float(priced)
     model = getattr(response, "model", None) or ""
     if model in _UNPRICED_MODELS:
@@ -394,19 +394,32 @@ def _cost(response: Any) -> float:
         return float(litellm.completion_cost(completion_response=response) or 0.0)
     except Exception:  # no known price (a local or fake model): cost must never fail a call
         _UNPRICED_MODELS.add(model)
-        provider = (getattr(response, "_hidden_params", None) or {}).get("custom_llm_provider") or "openai"
-        litellm_logger = logging.getLogger("LiteLLM")
-        level = litellm_logger.level
-        litellm_logger.setLevel(logging.ERROR)  # its warning that cache pricing defaults to 0: expected here
-        try:
-            litellm.register_model(
-                {model: {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0, "litellm_provider": provider}}
-            )
-        except Exception:
-            logger.info("Could not register model %s at zero price with litellm", model, exc_info=True)
-        finally:
-            litellm_logger.setLevel(level)
+        _register_unpriced(litellm, model, _hidden_param(response, "custom_llm_provider") or "openai")
         return 0.0
+
+
+def _hidden_param(response: Any, name: str) -> Any:
+    hidden = getattr(response, "_hidden_params", None)
+    return hidden.get(name) if isinstance(hidden, dict) else getattr(hidden, name, None)
+
+
+def _register_unpriced(litellm: ModuleType, model: str, provider: str) -> None:
+    """Tell litellm a model it has no entry for costs nothing, so it stops searching its
+    price list for it on every call. A model it knows is never touched: a failed pricing
+    must not turn a real price into zero."""
+    if not model or model in litellm.model_cost or f"{provider}/{model}" in litellm.model_cost:
+        return
+    litellm_logger = logging.getLogger("LiteLLM")
+    level = litellm_logger.level
+    litellm_logger.setLevel(logging.ERROR)  # its warning that cache pricing defaults to 0: expected here
+    try:
+        litellm.register_model(
+            {model: {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0, "litellm_provider": provider}}
+        )
+    except Exception:
+        logger.info("Could not register model %s at zero price with litellm", model, exc_info=True)
+    finally:
+        litellm_logger.setLevel(level)
 
 
 def warm_up() -> None:
