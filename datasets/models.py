@@ -31,6 +31,13 @@ class Dataset(models.Model):
     notice = models.TextField(blank=True)
     source = models.CharField(max_length=12, choices=Source.choices, default=Source.MANUAL)
     source_name = models.CharField(max_length=255, blank=True, help_text="Uploaded file name")
+    # The uploaded file is each extracted case's source (provenance), never an input: an
+    # agent that reads it reads the expected answers. Only when the team asked for it in
+    # the upload wizard ("questions about this contract") is it also attached to the cases.
+    agent_reads_source = models.BooleanField(default=False)
+    # The EvalSet's own id when the dataset came from (or was exported to) an EvalSet JSON
+    # file, so an export then import keeps it.
+    eval_set_id = models.CharField(max_length=200, blank=True)
     # Generation parameters: {"count": 10, "instructions": "..."}.
     generation = models.JSONField(default=dict, blank=True)
     # Background job attempts, counted in the database so a job that kills its worker
@@ -115,7 +122,9 @@ class TestCase(models.Model):
     question = models.TextField()
     expected_answer = models.TextField(blank=True)
     document_context = models.TextField(blank=True)
-    documents = models.ManyToManyField(Document, blank=True, related_name="cases")
+    # The case's ATTACHMENTS: documents that are part of the question (a generated invoice,
+    # a contract the user shares). The only documents an agent under test ever receives.
+    documents = models.ManyToManyField(Document, blank=True, related_name="cases", verbose_name="attachments")
 
     case_id = models.CharField(max_length=100, blank=True, help_text="Stable id, unique in the dataset")
     # Multi-turn cases: the user turns that come BEFORE `question`, in order, each with an
@@ -136,7 +145,12 @@ class TestCase(models.Model):
     # What the case tests, for generated cases ("Refund policy, rule 2").
     tests_rule = models.CharField(max_length=300, blank=True)
 
-    # Provenance (read-only in the UI).
+    # The case's SOURCE (provenance, read-only in the UI): the uploaded file it was read
+    # from, where in it, and the evidence. Shown to the team and opened in the preview at
+    # that place; never sent to an agent (see `documents` for what is).
+    source_document = models.ForeignKey(
+        Document, on_delete=models.SET_NULL, null=True, blank=True, related_name="sourced_cases"
+    )
     source_file = models.CharField(max_length=255, blank=True)
     source_location = models.CharField(max_length=100, blank=True, help_text="page 3, Sheet1 row 12, ...")
     source_span = models.TextField(blank=True)

@@ -360,6 +360,8 @@ def dataset_create(
     source_name: str = "",
     description: str = "",
     generation: dict | None = None,
+    agent_reads_source: bool = False,
+    eval_set_id: str = "",
     **scoring: Any,
 ) -> Dataset:
     """A new dataset. Refuses a 101st dataset for the agent and a name the agent already uses."""
@@ -381,6 +383,8 @@ def dataset_create(
         status=status,
         source_name=source_name[:255],
         generation=generation or {},
+        agent_reads_source=agent_reads_source,
+        eval_set_id=eval_set_id[:200],
         created_by=user if user is not None and user.is_authenticated else None,
         **scoring,
     )
@@ -498,8 +502,9 @@ def case_create(*, dataset: Dataset, documents: Iterable[Document] = (), **field
 def case_bulk_create(*, dataset: Dataset, cases: list[dict[str, Any]]) -> list[TestCase]:
     """Append many cases at once (importers, extraction, generation): all or nothing.
 
-    Each dict holds case fields and optionally "documents" (Document instances). Errors
-    name the case's number in the list: "Case 3: question: ...".
+    Each dict holds case fields and optionally "documents" (the attachments, Document
+    instances) and "source_document" (the file the case was read from). Errors name the
+    case's number in the list: "Case 3: question: ...".
     """
     new_cases: list[TestCase] = []
     documents: list[list[Document]] = []
@@ -508,6 +513,7 @@ def case_bulk_create(*, dataset: Dataset, cases: list[dict[str, Any]]) -> list[T
     for number, raw in enumerate(cases, start=1):
         raw = dict(raw)
         documents.append(list(raw.pop("documents", [])))
+        source_document = raw.pop("source_document", None)
         try:
             cleaned = case_fields_clean(raw)
         except ValidationError as exc:
@@ -517,7 +523,7 @@ def case_bulk_create(*, dataset: Dataset, cases: list[dict[str, Any]]) -> list[T
         if case_id and case_id in seen_ids:
             errors.append(f"Case {number}: case_id: “{case_id}” is used twice.")
         seen_ids.add(case_id)
-        new_cases.append(TestCase(dataset=dataset, **cleaned))
+        new_cases.append(TestCase(dataset=dataset, source_document=source_document, **cleaned))
     if errors:
         raise ValidationError(errors)
     taken = set(dataset.cases.filter(case_id__in=seen_ids - {""}).values_list("case_id", flat=True))

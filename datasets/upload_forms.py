@@ -107,7 +107,16 @@ class DatasetUploadForm(DocumentUploadForm):
         widget=forms.TextInput(attrs={"maxlength": 120, "autocomplete": "off"}),
     )
 
-    field_order = ["file", "name"]
+    agent_reads_source = forms.BooleanField(
+        label="Let the agent read the uploaded document",
+        required=False,
+        help_text=(
+            "Off by default. When on, the file is attached to every case and sent to the agent, "
+            "so the agent reads everything in it, expected answers included."
+        ),
+    )
+
+    field_order = ["file", "name", "agent_reads_source"]
 
     def clean_name(self) -> str:
         return dataset_name_clean(self.cleaned_data["name"])

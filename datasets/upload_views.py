@@ -83,6 +83,7 @@ def _dataset_upload(request: AuthedRequest, agent_id: int, guard: UploadSizeGuar
                 name=form.cleaned_data["name"],
                 upload=form.cleaned_data["file"],
                 validated=form.validated,
+                agent_reads_source=form.cleaned_data["agent_reads_source"],
             )
         except ValidationError as exc:
             add_service_errors(form, exc)

@@ -55,8 +55,14 @@ def dataset_upload_create(
     name: str,
     upload: UploadedFile,
     validated: ValidatedFile | None = None,
+    agent_reads_source: bool = False,
 ) -> Dataset:
-    """A dataset in Extracting with the uploaded file as its Document; the extraction job starts on commit."""
+    """A dataset in Extracting with the uploaded file as its Document; the extraction job starts on commit.
+
+    The file is the cases' source; with agent_reads_source it is also attached to them, so
+    the agent under test receives it (the team chose that in the wizard, knowing it holds
+    the expected answers).
+    """
     from datasets.tasks import dataset_extract as dataset_extract_task
 
     validated = validated or upload_validate(upload)
@@ -70,6 +76,7 @@ def dataset_upload_create(
                 source=Dataset.Source.UPLOAD,
                 status=Dataset.Status.EXTRACTING,
                 source_name=validated.original_name,
+                agent_reads_source=agent_reads_source,
             )
             document = document_store(team=agent.team, dataset=dataset, upload=upload, validated=validated)
             transaction.on_commit(partial(dataset_extract_task.delay, dataset_id=dataset.pk))
@@ -227,11 +234,11 @@ def _nothing_found(file_type: str, answer: dict[str, Any], *, has_text: bool) ->
 
 def _save(*, dataset_id: int, document: Document, extraction: Extraction) -> None:
     """All cases or none, and only while the dataset is still Extracting (not deleted, not settled)."""
-    rows = _case_rows(extraction.cases, document)
     with transaction.atomic():
         dataset = Dataset.objects.select_for_update().filter(pk=dataset_id, status=Dataset.Status.EXTRACTING).first()
         if dataset is None:
             return  # deleted while we read, or another delivery of this job settled it
+        rows = _case_rows(extraction.cases, document, attach=dataset.agent_reads_source)
         try:
             case_bulk_create(dataset=dataset, cases=rows)
         except ValidationError as exc:
@@ -244,7 +251,9 @@ def _save(*, dataset_id: int, document: Document, extraction: Extraction) -> Non
         dataset.save(update_fields=["status", "notice", "failure_reason", "updated_at"])
 
 
-def _case_rows(cases: list[dict[str, Any]], document: Document) -> list[dict[str, Any]]:
+def _case_rows(cases: list[dict[str, Any]], document: Document, *, attach: bool) -> list[dict[str, Any]]:
+    """The cases' fields with the upload as their source; attached too only when the team chose
+    to let the agent read it (it then reads the expected answers as well)."""
     rows = []
     used_ids: set[str] = set()
     for case in cases:
@@ -263,7 +272,8 @@ def _case_rows(cases: list[dict[str, Any]], document: Document) -> list[dict[str
                 "source_file": document.original_name,
                 "source_location": case.get("location", "")[:100],
                 "source_span": case.get("span", ""),
-                "documents": [document],
+                "source_document": document,
+                "documents": [document] if attach else [],
             }
         )
     return rows

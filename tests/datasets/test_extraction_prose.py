@@ -62,7 +62,9 @@ def test_prose_pdf_becomes_cases_through_the_model_with_page_provenance(agent, f
     assert first.source_span == "Refunds are available within 30 days of purchase."
     assert first.document_context == first.source_span
     assert first.tests_rule == "Refund window"
-    assert first.documents.get().file_type == "pdf"
+    # The uploaded file is the case's source, not an attachment the agent would read.
+    assert first.source_document.file_type == "pdf"
+    assert not first.documents.exists()
     # The model saw the text with its page markers, under the extract task.
     request = fake_llm.requests[0]
     assert request.task == "extract"

@@ -42,8 +42,13 @@ def upload_url(agent) -> str:
     return reverse("datasets:upload", args=[agent.pk])
 
 
-def post_upload(client, agent, name: str, data: bytes, *, dataset_name: str = "Support plan", **extra):
-    return client.post(upload_url(agent), {"name": dataset_name, "file": files.upload(name, data)}, **extra)
+def post_upload(
+    client, agent, name: str, data: bytes, *, dataset_name: str = "Support plan", agent_reads_source: str = "", **extra
+):
+    fields = {"name": dataset_name, "file": files.upload(name, data)}
+    if agent_reads_source:
+        fields["agent_reads_source"] = agent_reads_source
+    return client.post(upload_url(agent), fields, **extra)
 
 
 # ---- the page ---------------------------------------------------------------------
@@ -304,3 +309,21 @@ def test_upload_is_404_for_outsiders_405_for_get_and_redirects_anonymous_users(
 
 def test_teammates_can_upload_to_the_teams_agent(client_bob, agent):
     assert post_upload(client_bob, agent, "cases.csv", b"Question\nHi?\n").status_code == 302
+
+
+# ---- the uploaded file: source, and the agent's input only when asked ---------------------
+
+
+def test_the_upload_is_not_the_agents_input_unless_the_team_says_so(client_alice, agent):
+    data = files.xlsx_bytes({"Cases": [["Question", "Answer"], ["Hi?", "Hello"]]})
+    post_upload(client_alice, agent, "plan.xlsx", data)
+    post_upload(client_alice, agent, "contract.xlsx", data, dataset_name="Contract", agent_reads_source="on")
+    assert dict(Dataset.objects.values_list("name", "agent_reads_source")) == {"Support plan": False, "Contract": True}
+
+
+def test_the_review_step_offers_the_choice_off_with_its_warning(client_alice, agent):
+    html = client_alice.get(new_url(agent)).content.decode()
+    checkbox = re.search(r'<input type="checkbox" name="agent_reads_source"[^>]*>', html)
+    assert checkbox is not None and "checked" not in checkbox.group(0)
+    assert "Let the agent read the uploaded document" in html
+    assert "the agent then reads the expected answers too" in html
