@@ -122,6 +122,15 @@ class DocumentOut(Schema):
         return document.original_name
 
 
+class SourceOut(Schema):
+    """Where the case was read from: provenance for the team, never sent to the agent."""
+
+    document: DocumentOut | None = Field(description="The uploaded file, while the dataset keeps it")
+    file: str
+    location: str = Field(description="page 3, Sheet1 row 12, line 40, ...")
+    span: str = Field(description="The evidence text")
+
+
 class ItemOut(Schema):
     id: int
     position: int
@@ -129,7 +138,10 @@ class ItemOut(Schema):
     question: str
     expected_answer: str
     document_context: str
-    documents: list[DocumentOut]
+    documents: list[DocumentOut] = Field(
+        description="The case's attachments: the only documents the agent under test receives"
+    )
+    source: SourceOut | None = Field(description="The file the case was extracted from, if any")
     turns: list[Turn] = Field(description="User turns before the question, each with an optional expected reply")
     expected_tools: list[Tool]
     trajectory_mode: TrajectoryMode
@@ -150,6 +162,17 @@ class ItemOut(Schema):
     @staticmethod
     def resolve_documents(case: TestCase) -> list[Any]:
         return list(case.documents.all())
+
+    @staticmethod
+    def resolve_source(case: TestCase) -> dict[str, Any] | None:
+        if not (case.source_document_id or case.source_file):
+            return None
+        return {
+            "document": case.source_document,
+            "file": case.source_file,
+            "location": case.source_location,
+            "span": case.source_span,
+        }
 
 
 class ItemIn(Schema):
@@ -218,7 +241,7 @@ def _dataset(request: HttpRequest, agent_id: int, dataset_id: int) -> Dataset:
 
 def _item(request: HttpRequest, agent_id: int, dataset_id: int, item_id: int) -> TestCase:
     dataset = _dataset(request, agent_id, dataset_id)
-    case = dataset.cases.prefetch_related("documents").filter(pk=item_id).first()
+    case = dataset.cases.prefetch_related("documents").select_related("source_document").filter(pk=item_id).first()
     if case is None:
         raise Http404("No such item")
     case.dataset = dataset

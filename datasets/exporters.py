@@ -1,7 +1,9 @@
 """Write a dataset's cases as CSV or as an ADK/10xgraph EvalSet (JSON).
 
 Both formats import back into the same cases (datasets.importers), apart from the
-attached document files, which are listed by name only.
+attached document files, which are listed by name only. An EvalSet export then import
+keeps eval_set_id, every eval_id and every invocation id (only the creation timestamps
+are those of the new rows).
 """
 
 from __future__ import annotations
@@ -107,12 +109,28 @@ def _invocation(
     }
 
 
+def invocation_ids(eval_id: str, count: int) -> list[str]:
+    """The ids Evalsite gives a case's invocations when the file it came from had none."""
+    return [f"{eval_id}-turn-{index}" for index in range(1, count + 1)]
+
+
+def _kept_invocation_ids(case: TestCase, eval_id: str, count: int) -> list[str]:
+    # An imported file's own invocation ids (TestCase.extra["invocation_ids"]), while the
+    # case still has as many invocations; else ours.
+    kept = case.extra.get("invocation_ids")
+    if isinstance(kept, list) and len(kept) == count and all(isinstance(item, str) and item for item in kept):
+        return kept
+    return invocation_ids(eval_id, count)
+
+
 def case_to_eval_case(case: TestCase, number: int) -> dict[str, Any]:
+    # dataset_export_json gives every case a case_id first; "case-N" only for callers that do not.
     eval_id = case.case_id or f"case-{number}"
     timestamp = case.created_at.timestamp()
+    ids = _kept_invocation_ids(case, eval_id, len(case.turns) + 1)
     conversation = [
         _invocation(
-            invocation_id=f"{eval_id}-turn-{index}",
+            invocation_id=ids[index - 1],
             user=turn["user"],
             expected=turn.get("expected", ""),
             tools=[],
@@ -124,7 +142,7 @@ def case_to_eval_case(case: TestCase, number: int) -> dict[str, Any]:
     # concatenates every invocation's tool uses, so this round-trips exactly.
     conversation.append(
         _invocation(
-            invocation_id=f"{eval_id}-turn-{len(case.turns) + 1}",
+            invocation_id=ids[-1],
             user=case.question,
             expected=case.expected_answer,
             tools=[{"name": tool["name"], "args": tool.get("args", {})} for tool in case.expected_tools],
@@ -161,7 +179,7 @@ def dataset_to_eval_set(dataset: Dataset, cases: Iterable[TestCase]) -> dict[str
     from datasets.services import SCORING_FIELDS
 
     return {
-        "eval_set_id": slugify(dataset.name) or f"dataset-{dataset.pk}",
+        "eval_set_id": dataset.eval_set_id or slugify(dataset.name) or f"dataset-{dataset.pk}",
         "name": dataset.name,
         "description": dataset.description,
         "eval_cases": [case_to_eval_case(case, number) for number, case in enumerate(cases, start=1)],

@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from datasets.exporters import FORMULA_TRIGGERS
+from datasets.exporters import FORMULA_TRIGGERS, invocation_ids
 from datasets.services import SCORING_FIELDS, case_fields_clean, scoring_fields_clean
 
 # How many problems to list before summarising the rest.
@@ -76,6 +76,15 @@ class ParsedFile:
     description: str = ""
     scoring: dict[str, Any] = field(default_factory=dict)
     ignored_columns: list[str] = field(default_factory=list)
+    eval_set_id: str = ""
+    # Cases of the file that were not imported, each with the reason ("Eval case 3 (plan-b): ...").
+    skipped: list[str] = field(default_factory=list)
+
+
+# ADK's user-simulator cases: a starting prompt and a plan instead of a scripted conversation.
+SCENARIO_SKIPPED = (
+    "a user-simulator scenario (conversation_scenario), which Evalsite cannot run yet, so it was not imported"
+)
 
 
 def _fail(problems: list[str]) -> ValidationError:
@@ -300,9 +309,10 @@ def _case_from_eval_case(item: Any) -> dict[str, Any]:
             tools = _get(item, key)
 
     extension = _object(item.get("evalsite"))
+    eval_id = str(_get(item, "eval_id") or "")
     fields: dict[str, Any] = {
         # Our own exports say when a case had no stable id (eval_id was made up on export).
-        "case_id": extension["case_id"] if "case_id" in extension else str(_get(item, "eval_id") or ""),
+        "case_id": extension["case_id"] if "case_id" in extension else eval_id,
         "question": question,
         "expected_answer": expected,
         "turns": [{"user": user, "expected": reply} for user, reply in exchanges[:-1]],
@@ -311,6 +321,10 @@ def _case_from_eval_case(item: Any) -> dict[str, Any]:
     }
     fields.update({key: extension[key] for key in _EXTENSION_FIELDS if key in extension})
     extra = {key: _get(item, key) for key in EXTRA_KEYS if _get(item, key) is not None}
+    ids = [str(_get(invocation, "invocation_id") or "") for invocation in conversation]
+    if ids and all(ids) and ids != invocation_ids(fields["case_id"] or eval_id, len(ids)):
+        # The file's own invocation ids, written back on export (ours are derived from the eval_id).
+        extra["invocation_ids"] = ids
     if extra:
         fields["extra"] = extra
     return fields
@@ -350,12 +364,16 @@ def parse_eval_set(data: bytes) -> ParsedFile:
     _check_case_count(len(raw_cases))
 
     cases: list[dict[str, Any]] = []
+    skipped: list[str] = []
     problems: list[str] = []
     case_ids: dict[str, int] = {}
     for number, item in enumerate(raw_cases, start=1):
         label = f"Eval case {number}"
         if isinstance(item, dict) and _get(item, "eval_id"):
             label += f" ({_get(item, 'eval_id')})"
+        if isinstance(item, dict) and _get(item, "conversation_scenario") and not _get(item, "conversation"):
+            skipped.append(f"{label}: {SCENARIO_SKIPPED}.")
+            continue
         try:
             fields = case_fields_clean(_case_from_eval_case(item))
         except ValueError as exc:
@@ -373,6 +391,11 @@ def parse_eval_set(data: bytes) -> ParsedFile:
         cases.append(fields)
     if problems:
         raise _fail(problems)
+    if not cases:
+        raise ValidationError(
+            "The file holds only user-simulator scenarios (conversation_scenario), which Evalsite cannot run yet; "
+            "nothing was imported. Add scripted conversations (user_content and final_response) to import them."
+        )
 
     extension = _object(envelope.get("evalsite"))
     scoring = _object(extension.get("scoring"))
@@ -382,9 +405,12 @@ def parse_eval_set(data: bytes) -> ParsedFile:
         raise _fail([f"evalsite.scoring.{name}: {' '.join(msgs)}" for name, msgs in exc.message_dict.items()]) from None
     name = _get(envelope, "name") or _get(envelope, "eval_set_id") or ""
     description = _get(envelope, "description") or ""
+    eval_set_id = _get(envelope, "eval_set_id")
     return ParsedFile(
         cases=cases,
         name=str(name)[:120],
         description=description if isinstance(description, str) else "",
         scoring=scoring,
+        eval_set_id=eval_set_id[:200] if isinstance(eval_set_id, str) else "",
+        skipped=skipped,
     )

@@ -44,7 +44,12 @@ def case_search(*, dataset: Dataset, query: str = "") -> QuerySet[TestCase]:
     """The dataset's cases in order, narrowed to those matching every word of `query` in
     the question, expected answer, document context or case id. Documents are prefetched
     so a page of rows costs a fixed number of queries however many cases there are."""
-    cases = TestCase.objects.filter(dataset=dataset).prefetch_related("documents").order_by("position", "id")
+    cases = (
+        TestCase.objects.filter(dataset=dataset)
+        .select_related("source_document")
+        .prefetch_related("documents")
+        .order_by("position", "id")
+    )
     for term in query.split()[:MAX_SEARCH_TERMS]:
         cases = cases.filter(
             Q(question__icontains=term)

@@ -601,6 +601,13 @@ class ImportResult:
     created: int = 0
     updated: int = 0
     ignored_columns: list[str] = field(default_factory=list)
+    # Cases of the file that were not imported, each with its reason (importers.ParsedFile.skipped).
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def level(self) -> str:
+        """How the message is shown: a warning when something in the file was left out."""
+        return "warning" if self.skipped else "success"
 
     @property
     def message(self) -> str:
@@ -616,10 +623,18 @@ class ImportResult:
             shown = [name if len(name) <= 40 else name[:39] + "…" for name in self.ignored_columns[:10]]
             more = len(self.ignored_columns) - len(shown)
             text += f" Ignored columns: {', '.join(shown)}{f' and {more} more' if more else ''}."
+        if self.skipped:
+            # Cut like the columns above: the message travels in a header.
+            listed = [item if len(item) <= 200 else item[:199] + "…" for item in self.skipped[:5]]
+            more = len(self.skipped) - len(listed)
+            noun = "case was" if len(self.skipped) == 1 else "cases were"
+            text += f" {len(self.skipped)} {noun} skipped: {' '.join(listed)}{f' …and {more} more.' if more else ''}"
         return text
 
 
-def _apply_import(*, dataset: Dataset, cases: list[dict[str, Any]], ignored_columns: list[str]) -> ImportResult:
+def _apply_import(
+    *, dataset: Dataset, cases: list[dict[str, Any]], ignored_columns: list[str], skipped: list[str] | None = None
+) -> ImportResult:
     """Upsert parsed cases: a case_id already in the dataset updates that case (only the
     fields the file has), anything else is appended. The caller holds the transaction."""
     ids = [case["case_id"] for case in cases if case.get("case_id")]
@@ -641,7 +656,9 @@ def _apply_import(*, dataset: Dataset, cases: list[dict[str, Any]], ignored_colu
     if to_update:
         TestCase.objects.bulk_update(to_update, [*sorted(update_fields), "updated_at"])
     case_bulk_create(dataset=dataset, cases=to_create)
-    return ImportResult(created=len(to_create), updated=len(to_update), ignored_columns=ignored_columns)
+    return ImportResult(
+        created=len(to_create), updated=len(to_update), ignored_columns=ignored_columns, skipped=skipped or []
+    )
 
 
 def _read_upload(file: UploadedFile) -> bytes:
@@ -673,7 +690,10 @@ def dataset_import_json(*, dataset: Dataset, file: UploadedFile) -> ImportResult
     _check_accepts_cases(dataset)
     parsed = parse_eval_set(_read_upload(file))
     with transaction.atomic():
-        return _apply_import(dataset=dataset, cases=parsed.cases, ignored_columns=[])
+        if parsed.eval_set_id and not dataset.eval_set_id:
+            Dataset.objects.filter(pk=dataset.pk).update(eval_set_id=parsed.eval_set_id)
+            dataset.eval_set_id = parsed.eval_set_id
+        return _apply_import(dataset=dataset, cases=parsed.cases, ignored_columns=[], skipped=parsed.skipped)
 
 
 def dataset_create_from_file(
@@ -697,9 +717,12 @@ def dataset_create_from_file(
             source=Dataset.Source.IMPORT,
             source_name=(file.name or "")[:255],
             description=parsed.description,
+            eval_set_id=parsed.eval_set_id,
             **scoring,
         )
-        result = _apply_import(dataset=dataset, cases=parsed.cases, ignored_columns=parsed.ignored_columns)
+        result = _apply_import(
+            dataset=dataset, cases=parsed.cases, ignored_columns=parsed.ignored_columns, skipped=parsed.skipped
+        )
     return dataset, result
 
 
@@ -710,6 +733,35 @@ def dataset_export_csv(*, dataset: Dataset) -> str:
 
 
 def dataset_export_json(*, dataset: Dataset) -> dict[str, Any]:
+    """The dataset as an EvalSet. Cases without a case_id get one first, kept on the case,
+    and so does the dataset's eval_set_id: exporting again gives the same ids, and importing
+    the file back into this dataset updates its cases instead of adding copies."""
     from datasets.exporters import dataset_to_eval_set
 
-    return dataset_to_eval_set(dataset, dataset.cases.prefetch_related("documents"))
+    _identities_assign(dataset)
+    return dataset_to_eval_set(dataset, dataset.cases.prefetch_related("documents").order_by("position", "id"))
+
+
+@transaction.atomic
+def _identities_assign(dataset: Dataset) -> None:
+    from django.utils.text import slugify
+
+    if not dataset.eval_set_id:
+        dataset.eval_set_id = (slugify(dataset.name) or f"dataset-{dataset.pk}")[:200]
+        Dataset.objects.filter(pk=dataset.pk, eval_set_id="").update(eval_set_id=dataset.eval_set_id)
+    cases = list(dataset.cases.select_for_update().order_by("position", "id").only("id", "case_id"))
+    if all(case.case_id for case in cases):
+        return
+    used = {case.case_id for case in cases if case.case_id}
+    changed = []
+    for number, case in enumerate(cases, start=1):
+        if case.case_id:
+            continue
+        # "case-N" from its place at the first export; a clash with an id someone typed gets a suffix.
+        candidate, suffix = f"case-{number}", 2
+        while candidate in used:
+            candidate, suffix = f"case-{number}-{suffix}", suffix + 1
+        used.add(candidate)
+        case.case_id = candidate
+        changed.append(case)
+    TestCase.objects.bulk_update(changed, ["case_id"])

@@ -87,18 +87,20 @@ def _form_response(request: AuthedRequest, *, form_template: str, title: str, co
     return render(request, "datasets/form_page.html", context)
 
 
-def _done(request: AuthedRequest, *, message: str, next_url: str, events: tuple[str, ...] = ()) -> HttpResponse:
+def _done(
+    request: AuthedRequest, *, message: str, next_url: str, events: tuple[str, ...] = (), level: str = "success"
+) -> HttpResponse:
     """After a successful dialog form: close the dialog and refresh what changed (htmx),
     or redirect with a flash message (plain form)."""
     if not request.htmx:
-        messages.success(request, message)
+        messages.add_message(request, messages.WARNING if level == "warning" else messages.SUCCESS, message)
         return redirect(next_url)
     response = HttpResponse("")
     retarget(response, "#dialog-slot")
     reswap(response, "innerHTML")
     for event in events:
         trigger_client_event(response, event)
-    return _toast(response, message)
+    return _toast(response, message, level)
 
 
 # ---- the Datasets tab ----------------------------------------------------------
@@ -156,12 +158,12 @@ def _dataset_create(request: AuthedRequest, agent_id: int, guard: UploadSizeGuar
     form = DatasetCreateForm(data, files, too_big=guard.too_big if guard else None)
     if request.method == "POST" and form.is_valid():
         try:
-            dataset, message = _create(request, agent, form)
+            dataset, message, level = _create(request, agent, form)
         except ValidationError as exc:
             add_service_errors(form, exc)
         else:
             url = reverse("datasets:detail", args=[agent.pk, dataset.pk])
-            messages.success(request, message)
+            messages.add_message(request, messages.WARNING if level == "warning" else messages.SUCCESS, message)
             return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     context = {"agent": agent, "form": form, "at_limit": agent.datasets.count() >= _limit()}
     return _form_response(
@@ -169,14 +171,14 @@ def _dataset_create(request: AuthedRequest, agent_id: int, guard: UploadSizeGuar
     )
 
 
-def _create(request: AuthedRequest, agent: Agent, form: DatasetCreateForm) -> tuple[Dataset, str]:
+def _create(request: AuthedRequest, agent: Agent, form: DatasetCreateForm) -> tuple[Dataset, str, str]:
     name = form.cleaned_data["name"]
     file = form.cleaned_data.get("file")
     if file is None:
         dataset = services.dataset_create(agent=agent, user=request.user, name=name)
-        return dataset, f"Dataset “{dataset.name}” created. Add its first test case."
+        return dataset, f"Dataset “{dataset.name}” created. Add its first test case.", "success"
     dataset, result = services.dataset_create_from_file(agent=agent, user=request.user, name=name, file=file)
-    return dataset, f"Dataset “{dataset.name}” created. {result.message}"
+    return dataset, f"Dataset “{dataset.name}” created. {result.message}", result.level
 
 
 @login_required
@@ -448,7 +450,9 @@ def _import(
             form.add_error("file", exc)
         else:
             detail_url = reverse("datasets:detail", args=[agent.pk, dataset.pk])
-            return _done(request, message=result.message, next_url=detail_url, events=("casesChanged",))
+            return _done(
+                request, message=result.message, next_url=detail_url, events=("casesChanged",), level=result.level
+            )
     context = {"agent": agent, "dataset": dataset, "form": form, "kind": kind}
     title = "Import CSV" if kind == "csv" else "Import EvalSet JSON"
     return _form_response(request, form_template="datasets/partials/import_form.html", title=title, context=context)

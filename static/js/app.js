@@ -10,7 +10,13 @@
     toast.setAttribute("role", "status");
     toast.textContent = message; // text, never HTML
     box.appendChild(toast);
-    dismissLater(toast);
+    // A warning (e.g. cases an import skipped) stays until it is read and clicked away.
+    if (level === "warning" || level === "error") {
+      toast.title = "Click to dismiss";
+      toast.addEventListener("click", function () { toast.remove(); });
+    } else {
+      dismissLater(toast);
+    }
   }
 
   function dismissLater(toast) {

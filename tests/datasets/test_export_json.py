@@ -92,14 +92,15 @@ def test_export_then_import_gives_the_same_cases(dataset, agent):
 
 
 @pytest.mark.django_db
-def test_reimporting_an_export_into_its_own_dataset_changes_nothing_for_cases_with_ids(dataset):
+def test_reimporting_an_export_into_its_own_dataset_updates_every_case_and_adds_none(dataset):
     exported = json.dumps(dataset_export_json(dataset=dataset)).encode()
-    before = list(dataset.cases.filter(case_id="lights_off").values(*FIELDS))
+    before = list(dataset.cases.order_by("position").values(*FIELDS))
 
     result = dataset_import_json(dataset=dataset, file=SimpleUploadedFile("set.json", exported))
 
-    assert result.updated == 1 and result.created == 1  # the id-less case is added again
-    assert list(dataset.cases.filter(case_id="lights_off").values(*FIELDS)) == before
+    # The id-less case got a stable id on export, so it is updated too, not added again.
+    assert result.updated == 2 and result.created == 0
+    assert list(dataset.cases.order_by("position").values(*FIELDS)) == before
 
 
 # ---- the download view ------------------------------------------------------------
@@ -127,3 +128,87 @@ def test_download_is_404_for_outsiders_405_for_post_and_needs_login(client_charl
     assert client_charlie.get(_url(dataset)).status_code == 404
     assert client_alice.post(_url(dataset)).status_code == 405
     assert client.get(_url(dataset)).status_code == 302
+
+
+# ---- identities: export then import is the identity -------------------------------
+
+
+def _without_timestamps(value):
+    if isinstance(value, dict):
+        return {k: _without_timestamps(v) for k, v in value.items() if k != "creation_timestamp"}
+    if isinstance(value, list):
+        return [_without_timestamps(v) for v in value]
+    return value
+
+
+@pytest.mark.django_db
+def test_export_gives_an_id_less_case_a_stable_id_kept_on_the_case(dataset):
+    first = dataset_export_json(dataset=dataset)
+    case = dataset.cases.get(question="No stable id")
+    assert case.case_id == "case-2" == first["eval_cases"][1]["eval_id"]
+    assert first["eval_cases"][1]["evalsite"]["case_id"] == "case-2"
+    # Moving the case does not change its id.
+    dataset.cases.exclude(pk=case.pk).update(position=5)
+    dataset.cases.filter(pk=case.pk).update(position=0)
+    again = dataset_export_json(dataset=dataset)
+    assert again["eval_cases"][0]["eval_id"] == "case-2"
+    dataset.refresh_from_db()
+    assert dataset.eval_set_id == "support-set"
+
+
+@pytest.mark.django_db
+def test_a_generated_id_never_takes_one_a_person_typed(agent):
+    dataset = DatasetFactory(agent=agent)
+    TestCaseFactory(dataset=dataset, position=0, case_id="")
+    TestCaseFactory(dataset=dataset, position=1, case_id="case-1")
+    ids = [case["eval_id"] for case in dataset_export_json(dataset=dataset)["eval_cases"]]
+    assert ids == ["case-1-2", "case-1"]
+
+
+@pytest.mark.django_db
+def test_export_import_export_is_the_identity(dataset, agent):
+    from datasets.services import dataset_create_from_file
+    from tests.factories import AgentFactory
+
+    exported = dataset_export_json(dataset=dataset)
+    other_agent = AgentFactory(team=agent.team)
+    copy, _ = dataset_create_from_file(
+        agent=other_agent, user=None, name="", file=SimpleUploadedFile("set.json", json.dumps(exported).encode())
+    )
+    assert copy.eval_set_id == "support-set"
+    assert _without_timestamps(dataset_export_json(dataset=copy)) == _without_timestamps(exported)
+
+
+@pytest.mark.django_db
+def test_a_files_own_eval_set_id_and_invocation_ids_survive_the_round_trip(agent):
+    from datasets.services import dataset_create_from_file
+
+    original = {
+        "eval_set_id": "home_automation_v3",
+        "name": "Home automation",
+        "eval_cases": [
+            {
+                "eval_id": "lights",
+                "conversation": [
+                    {
+                        "invocation_id": "e-7f3a",
+                        "user_content": {"role": "user", "parts": [{"text": "Which devices?"}]},
+                        "final_response": {"role": "model", "parts": [{"text": "device_2"}]},
+                    },
+                    {
+                        "invocation_id": "e-91bc",
+                        "user_content": {"role": "user", "parts": [{"text": "Turn it off"}]},
+                        "final_response": {"role": "model", "parts": [{"text": "Done."}]},
+                    },
+                ],
+            }
+        ],
+    }
+    dataset, _ = dataset_create_from_file(
+        agent=agent, user=None, name="", file=SimpleUploadedFile("set.json", json.dumps(original).encode())
+    )
+    exported = dataset_export_json(dataset=dataset)
+    assert exported["eval_set_id"] == "home_automation_v3"
+    (case,) = exported["eval_cases"]
+    assert case["eval_id"] == "lights"
+    assert [invocation["invocation_id"] for invocation in case["conversation"]] == ["e-7f3a", "e-91bc"]

@@ -76,7 +76,10 @@ def test_a_multi_turn_case_with_tool_uses(dataset):
         {"name": "set_device_info", "args": {"device_id": "device_2", "status": "OFF"}},
         {"name": "get_device_info", "args": {"device_id": "device_2"}},
     ]
-    assert case.extra == {"session_input": {"app_name": "home_automation_agent", "user_id": "test_user", "state": {}}}
+    assert case.extra == {
+        "session_input": {"app_name": "home_automation_agent", "user_id": "test_user", "state": {}},
+        "invocation_ids": ["i-1", "i-2"],  # written back on export
+    }
 
 
 @pytest.mark.django_db
@@ -213,3 +216,46 @@ def test_unreadable_files_get_a_clear_message(dataset, data, message):
         dataset_import_json(dataset=dataset, file=_file(data))
 
     assert exc.value.messages[0].startswith(message)
+
+
+# ---- user-simulator scenarios (conversation_scenario) ------------------------------
+
+WITH_SCENARIOS = {
+    "eval_set_id": "mixed",
+    "eval_cases": [
+        {
+            "eval_id": "scripted",
+            "conversation": [
+                {"user_content": _text("user", "Turn off the lights"), "final_response": _text("model", "Done.")}
+            ],
+        },
+        {
+            "eval_id": "angry_customer",
+            "conversation_scenario": {
+                "starting_prompt": "My order never arrived.",
+                "conversation_plan": "Insist on a refund; accept a voucher only after two refusals.",
+            },
+        },
+    ],
+}
+
+
+@pytest.mark.django_db
+def test_scenario_cases_are_skipped_with_their_reason_and_the_scripted_ones_imported(dataset):
+    result = dataset_import_json(dataset=dataset, file=_file(WITH_SCENARIOS))
+
+    assert list(dataset.cases.values_list("case_id", flat=True)) == ["scripted"]
+    assert result.created == 1 and result.level == "warning"
+    assert result.skipped == [
+        "Eval case 2 (angry_customer): a user-simulator scenario (conversation_scenario), which Evalsite cannot "
+        "run yet, so it was not imported."
+    ]
+    assert "1 case was skipped: Eval case 2 (angry_customer)" in result.message
+
+
+@pytest.mark.django_db
+def test_a_file_of_only_scenarios_imports_nothing_and_says_why(dataset):
+    only = {"eval_cases": [WITH_SCENARIOS["eval_cases"][1]]}
+    with pytest.raises(ValidationError, match="only user-simulator scenarios"):
+        dataset_import_json(dataset=dataset, file=_file(only))
+    assert dataset.cases.count() == 0
