@@ -26,6 +26,9 @@ def _limit(memory_mb: int, cpu_seconds: int) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
 
 
+SPREADSHEETS = ("xlsx", "xls", "csv")
+
+
 def extract(request: dict[str, Any]) -> dict[str, Any]:
     from datasets.extraction import readers
     from datasets.extraction.dedupe import drop_exact
@@ -40,21 +43,26 @@ def extract(request: dict[str, Any]) -> dict[str, Any]:
         result = table_cases(table)
         cases.extend(result.cases)
         header_found = header_found or result.header_found
-    method = "table" if cases else ""
-    # Without a table of cases, the whole text is prose: PDFs keep their pages.
+    methods = ["table"] if cases else []
+    # The prose around the tables: PDFs keep their pages, Markdown its line numbers.
     prose: list[tuple[int | None, str]] = parsed.pages if file_type == "pdf" else [(None, parsed.text)]
-    if not cases:
-        cases = labelled_cases(prose)
-        method = "labelled" if cases else ""
+    if file_type in ("md", "docx"):
+        prose = parsed.pages
+    unit = {"md": "line", "docx": "paragraph"}.get(file_type, "page")
+    labelled, leftover = labelled_cases(prose, unit=unit) if file_type not in SPREADSHEETS else ([], prose)
+    if labelled:
+        cases.extend(labelled)
+        methods.append("labelled")
     cases = drop_exact(cases)
     return {
         "ok": True,
-        "method": method,
+        "method": "+".join(methods),
         "cases": cases[: request["max_cases"]],
         "total": len(cases),
         "header_found": header_found,
         "tables": len(parsed.tables),
-        "pages": [] if cases else prose,
+        # Prose no table or labelled block took: the model may still find rules to test in it.
+        "pages": [(page, text) for page, text in leftover if text.strip()],
         "text": parsed.text,
     }
 

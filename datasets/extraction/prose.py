@@ -13,59 +13,180 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any
 
 MAX_LABELLED_FIELD = 20_000
 MIN_LABELLED_QUESTIONS = 2
+MAX_SPAN_CHARS = 2_000
 
+_LEAD = r"^\s*(?:#{1,6}\s*)?(?:[-*•]\s*)?(?:\*\*)?"
+_COLON = r"\s*#?\d{0,4}\s*(?:\*\*)?\s*:(?:\*\*)?\s*(?P<rest>.*)$"
 _QUESTION_LABEL = re.compile(
-    r"^\s*(?:[-*•]\s*)?(?:\*\*)?(?:q|question|prompt|input|query|scenario|user (?:question|input|message|prompt)|"
-    r"test (?:question|input|prompt))\s*#?\d{0,4}\s*(?:\*\*)?\s*:(?:\*\*)?\s*(?P<rest>.*)$",
+    _LEAD + r"(?:q|question|prompt|input|query|scenario|user (?:question|input|message|prompt)|"
+    r"test (?:question|input|prompt))" + _COLON,
     re.IGNORECASE,
 )
 _ANSWER_LABEL = re.compile(
-    r"^\s*(?:[-*•]\s*)?(?:\*\*)?(?:a|answer|expected|expected (?:answer|output|response|result|behaviou?r)|"
-    r"ideal (?:answer|response)|reference answer|correct answer)\s*#?\d{0,4}\s*(?:\*\*)?\s*:(?:\*\*)?\s*(?P<rest>.*)$",
+    _LEAD + r"(?:a|answer|expected|expected (?:answer|output|response|result|behaviou?r)|"
+    r"ideal (?:answer|response)|reference answer|correct answer)" + _COLON,
     re.IGNORECASE,
 )
+# Other labels a block may hold; each starts a field of the current case.
+_FIELD_LABELS = [
+    (
+        "judge_guideline",
+        re.compile(_LEAD + r"(?:notes?|guidelines?|judge guideline|grading notes|rubric)" + _COLON, re.I),
+    ),
+    ("document_context", re.compile(_LEAD + r"(?:context|document context|background)" + _COLON, re.I)),
+    ("tags", re.compile(_LEAD + r"(?:tags?|labels?|category)" + _COLON, re.I)),
+]
+# A case's ID line: "ID: TC-001", "Case ID: R7", or a line (or heading) that starts with an
+# id such as "TC-001", "REF_12", "BILL-3.2", optionally followed by a title.
+_ID_LABEL = re.compile(
+    _LEAD
+    + r"(?:test case id|case id|test id|tc id|id)\s*(?:\*\*)?\s*:(?:\*\*)?\s*(?P<id>[\w.\-/]{1,100})\s*(?:\*\*)?\s*$",
+    re.IGNORECASE,
+)
+_ID_LINE = re.compile(
+    _LEAD + r"(?P<id>[A-Z][A-Z0-9]{0,11}[-_.]\d{1,6}(?:[-_.][A-Za-z0-9]{1,10})*)(?:\*\*)?"
+    r"\s*(?:$|[:\-–—.)]\s*(?P<title>.*)$)"
+)
+# A line that ends a block without starting a case: a heading, a rule, a table row.
+_BLOCK_END = re.compile(r"^\s*(?:#{1,6}\s|-{3,}\s*$|\*{3,}\s*$|_{3,}\s*$|\|)")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s+")
 
 
-def labelled_cases(pages: list[tuple[int | None, str]]) -> list[dict[str, Any]]:
-    """Cases written as "Question: ... / Expected answer: ..." lines; [] when the text is not such a list."""
-    cases: list[dict[str, Any]] = []
-    current: dict[str, Any] | None = None
+@dataclass
+class _Block:
+    page: int | None
+    line: int  # 1-based line of the text the block starts on
+    case_id: str = ""
+    fields: dict[str, list[str]] = dataclass_field(default_factory=dict)
+    lines: list[str] = dataclass_field(default_factory=list)
+    line_numbers: list[tuple[int | None, int]] = dataclass_field(default_factory=list)
+
+    def add(self, name: str, text: str) -> None:
+        self.fields.setdefault(name, []).append(text)
+
+
+def labelled_cases(
+    pages: list[tuple[int | None, str]], *, unit: str = "page"
+) -> tuple[list[dict[str, Any]], list[tuple[int | None, str]]]:
+    """Cases written as labelled blocks, and the prose left around them.
+
+    A block is an optional ID line, then "Question:", "Expected answer:" and maybe "Notes:"
+    (or Context, Tags); it ends at the next case's ID or question label, or at a heading,
+    rule or table. Hard wraps inside a paragraph are joined, paragraph breaks kept. The
+    location is the page (PDF), the line of the text (unit="line": Markdown, whose prose
+    keeps the file's line numbers) or the paragraph (unit="paragraph": Word).
+    Returns ([], pages) when the text holds fewer than two such questions.
+    """
+    blocks: list[_Block] = []
+    current: _Block | None = None
     target = ""
+    pending_id: tuple[str, int | None, int] | None = None
     for page, text in pages:
-        for line in text.splitlines():
+        for number, line in enumerate(text.splitlines(), start=1):
+            stripped = line.strip()
+            id_match = _ID_LABEL.match(line) or (None if _QUESTION_LABEL.match(line) else _ID_LINE.match(line))
+            if id_match:
+                pending_id, current, target = (id_match["id"][:100], page, number), None, ""
+                continue
             if match := _QUESTION_LABEL.match(line):
-                current = {"question": match["rest"], "expected_answer": "", "page": page, "lines": [line.strip()]}
-                cases.append(current)
+                start_page, start_line = (pending_id[1], pending_id[2]) if pending_id else (page, number)
+                current = _Block(page=start_page, line=start_line, case_id=pending_id[0] if pending_id else "")
+                if pending_id:
+                    current.lines.append(f"{pending_id[0]}")
+                pending_id = None
+                blocks.append(current)
                 target = "question"
+                current.add(target, match["rest"])
             elif current is not None and (match := _ANSWER_LABEL.match(line)):
-                current["expected_answer"] = match["rest"]
-                current["lines"].append(line.strip())
                 target = "expected_answer"
-            elif current is not None and target and line.strip():
-                if len(current[target]) < MAX_LABELLED_FIELD:
-                    current[target] = f"{current[target]}\n{line.strip()}".strip()
-                    current["lines"].append(line.strip())
-            elif not line.strip() and target == "expected_answer":
-                target = ""  # a blank line ends an answer; following prose is not part of it
-    found = [case for case in cases if case["question"].strip()]
+                current.add(target, match["rest"])
+            elif current is not None and (label := _field_label(line)):
+                target, rest = label
+                current.add(target, rest)
+            elif current is not None and _BLOCK_END.match(line):
+                current, target = None, ""
+                continue
+            elif current is not None and target:
+                current.add(target, stripped)  # "" keeps a paragraph break
+            else:
+                continue
+            if current is not None:
+                current.lines.append(stripped)
+                current.line_numbers.append((page, number))
+    found = [block for block in blocks if _joined(block.fields.get("question", []))]
     if len(found) < MIN_LABELLED_QUESTIONS:
-        return []
+        return [], pages
+    return [_block_case(block, unit, pages) for block in found], _leftover(pages, found)
+
+
+def _field_label(line: str) -> tuple[str, str] | None:
+    for name, pattern in _FIELD_LABELS:
+        if match := pattern.match(line):
+            return name, match["rest"]
+    return None
+
+
+def _joined(lines: list[str]) -> str:
+    """Lines of one field: wrapped lines joined with a space, paragraph breaks (blank lines)
+    kept, and list items kept on their own lines."""
+    paragraphs: list[str] = []
+    current = ""
+    for line in lines:
+        if not line:
+            if current:
+                paragraphs.append(current)
+            current = ""
+        elif current and _LIST_ITEM.match(line):
+            current = f"{current}\n{line}"
+        else:
+            current = f"{current} {line}".strip()
+    if current:
+        paragraphs.append(current)
+    return "\n\n".join(paragraphs).strip()[:MAX_LABELLED_FIELD]
+
+
+def _block_case(block: _Block, unit: str, pages: list[tuple[int | None, str]]) -> dict[str, Any]:
+    fields = {name: _joined(lines) for name, lines in block.fields.items()}
+    tags = [tag.strip()[:50] for tag in re.split(r"[,;]", fields.get("tags", "")) if tag.strip()][:20]
+    if unit == "line":
+        location = f"line {block.line}"
+    elif unit == "paragraph":
+        location = f"paragraph {_paragraph_number(pages, block.line)}"
+    else:
+        location = f"page {block.page}" if block.page else ""
+    return {
+        "question": fields.get("question", ""),
+        "expected_answer": fields.get("expected_answer", ""),
+        "case_id": block.case_id,
+        "document_context": fields.get("document_context", ""),
+        "judge_guideline": fields.get("judge_guideline", ""),
+        "tags": tags,
+        "location": location,
+        "span": "\n".join(line for line in block.lines if line)[:MAX_SPAN_CHARS],
+    }
+
+
+def _paragraph_number(pages: list[tuple[int | None, str]], line: int) -> int:
+    text = pages[0][1] if pages else ""
+    before = text.splitlines()[: line - 1]
+    return (
+        sum(1 for index, value in enumerate(before) if value.strip() and (index == 0 or not before[index - 1].strip()))
+        + 1
+    )
+
+
+def _leftover(pages: list[tuple[int | None, str]], blocks: list[_Block]) -> list[tuple[int | None, str]]:
+    """The prose outside the labelled blocks (rules a model may still turn into cases)."""
+    used = {place for block in blocks for place in block.line_numbers}
+    used |= {(block.page, block.line) for block in blocks}
     return [
-        {
-            "question": case["question"].strip()[:MAX_LABELLED_FIELD],
-            "expected_answer": case["expected_answer"].strip()[:MAX_LABELLED_FIELD],
-            "case_id": "",
-            "document_context": "",
-            "judge_guideline": "",
-            "tags": [],
-            "location": f"page {case['page']}" if case["page"] else "",
-            "span": "\n".join(case["lines"])[:2000],
-        }
-        for case in found
+        (page, "\n".join("" if (page, n) in used else line for n, line in enumerate(text.splitlines(), start=1)))
+        for page, text in pages
     ]
 
 

@@ -264,12 +264,15 @@ def read_markdown(path: str) -> Parsed:
                 table.rows.append((index + 1, _markdown_cells(lines[index])))
                 index += 1
             tables.append(table)
+            # The prose keeps one (empty) line per table line, so its line numbers are the file's.
+            prose.extend([""] * (index - len(prose)))
             continue
         prose.append(line)
         index += 1
     for table in tables:
         table.rows = [(number, cells) for number, cells in table.rows if cells]
-    return Parsed(tables=tables, pages=[(None, "\n".join(prose).strip())], text=text[:MAX_TEXT_CHARS])
+    prose_text = "\n".join(prose) if any(line.strip() for line in prose) else ""
+    return Parsed(tables=tables, pages=[(None, prose_text)], text=text[:MAX_TEXT_CHARS])
 
 
 def _markdown_cells(line: str) -> dict[int, str]:

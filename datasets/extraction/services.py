@@ -35,6 +35,9 @@ from evalsite import llm
 logger = logging.getLogger(__name__)
 
 SPREADSHEETS = ("xlsx", "xls", "csv")
+# Words of prose left beside a document's tables and labelled cases before the model is
+# asked for the rules it states (a test plan's title block and intro stay below it).
+MIN_PROSE_WORDS_FOR_MODEL = 60
 UNEXPECTED_REASON = (
     "Something went wrong on the server while reading the file. Try uploading it again; if it keeps "
     "failing, save it in another format (XLSX, CSV or PDF)."
@@ -179,6 +182,7 @@ def _extract(dataset: Dataset, document: Document) -> Extraction:
         memory_mb=settings.EVALSITE_PARSE_MEMORY_MB,
     )
     cases, total = answer["cases"], answer["total"]
+    pages = [(page, text) for page, text in answer["pages"] if text.strip()]
     if cases:
         notice = ""
         if total > limit:
@@ -186,8 +190,9 @@ def _extract(dataset: Dataset, document: Document) -> Extraction:
                 f"The document has {total} test cases; the limit is {limit} per document, "
                 f"so the first {limit} were kept."
             )
+        elif _has_rules_left(document.file_type, pages):
+            cases = _with_prose_cases(dataset, cases, pages, limit, document.file_type, answer["text"])
         return Extraction(cases=cases, notice=notice, text=answer["text"])
-    pages = [(page, text) for page, text in answer["pages"] if text.strip()]
     if not pages:
         raise ExtractionFailed(_nothing_found(document.file_type, answer, has_text=False))
     if document.file_type in SPREADSHEETS and not llm.is_configured("llm"):
@@ -196,10 +201,61 @@ def _extract(dataset: Dataset, document: Document) -> Extraction:
     found = extract_with_model(pages, max_cases=limit, trace={"dataset": dataset.pk})
     if not found.cases:
         raise ExtractionFailed(_nothing_found(document.file_type, answer, has_text=True))
+    if document.file_type == "md":
+        _locate_lines(found.cases, answer["text"])
     notice = ""
     if found.more_than_limit:
         notice = f"The document describes more than {limit} test cases; the first {limit} were kept."
     return Extraction(cases=found.cases, notice=notice, text=answer["text"])
+
+
+def _has_rules_left(file_type: str, pages: list[tuple[int | None, str]]) -> bool:
+    """Prose beside the tables and labelled blocks that is long enough to hold rules, and a
+    model to read them: a title and a date line are not worth a model call."""
+    if file_type in SPREADSHEETS or not llm.is_configured("llm"):
+        return False
+    return sum(len(text.split()) for _, text in pages) >= MIN_PROSE_WORDS_FOR_MODEL
+
+
+def _with_prose_cases(
+    dataset: Dataset,
+    cases: list[dict[str, Any]],
+    pages: list[tuple[int | None, str]],
+    limit: int,
+    document_type: str,
+    text: str,
+) -> list[dict[str, Any]]:
+    """The cases read without a model, then those the model finds in the prose around them."""
+    from datasets.extraction.dedupe import NearDuplicates
+
+    found = extract_with_model(pages, max_cases=limit, trace={"dataset": dataset.pk})
+    seen = NearDuplicates()
+    for case in cases:
+        seen.is_new(case["question"])
+    extra = [case for case in found.cases if seen.is_new(case["question"])]
+    if document_type == "md":
+        _locate_lines(extra, text)
+    return (cases + extra)[:limit]
+
+
+def _locate_lines(cases: list[dict[str, Any]], text: str) -> None:
+    """A Markdown case the model read gets the line its quoted span starts on."""
+    import bisect
+
+    from datasets.extraction.prose import squash
+
+    starts: list[int] = []
+    joined = ""
+    for line in text.splitlines():
+        starts.append(len(joined))
+        joined += squash(line) + " "
+    for case in cases:
+        needle = squash(case.get("span", ""))[:200]
+        if case.get("location") or len(needle) < 12:
+            continue
+        found = joined.find(needle)
+        if found >= 0:
+            case["location"] = f"line {bisect.bisect_right(starts, found)}"
 
 
 def _recheck(document: Document) -> None:
