@@ -42,7 +42,7 @@ def dataset_get(*, agent: Agent, dataset_id: int) -> DatasetWithCount | None:
 
 def case_search(*, dataset: Dataset, query: str = "") -> QuerySet[TestCase]:
     """The dataset's cases in order, narrowed to those matching every word of `query` in
-    the question, expected answer, document context or case id. Documents are prefetched
+    the question, expected answer, document context, judge guideline or case id. Documents are prefetched
     so a page of rows costs a fixed number of queries however many cases there are."""
     cases = (
         TestCase.objects.filter(dataset=dataset)
@@ -55,6 +55,7 @@ def case_search(*, dataset: Dataset, query: str = "") -> QuerySet[TestCase]:
             Q(question__icontains=term)
             | Q(expected_answer__icontains=term)
             | Q(document_context__icontains=term)
+            | Q(judge_guideline__icontains=term)
             | Q(case_id__icontains=term)
         )
     return cases

@@ -1,3 +1,5 @@
+import re
+
 from django import template
 
 from datasets.selectors import url_or_empty
@@ -10,3 +12,59 @@ def url_if_exists(name: str, *args: object, **kwargs: object) -> str:
     """`{% url_if_exists "datasets:new" agent.pk as new_url %}`: the URL, or "" when the
     route is not there yet (features that land in later releases)."""
     return url_or_empty(name, *args, **kwargs)
+
+
+# ---- search highlighting -----------------------------------------------------------
+# The filters return plain text pieces; the template wraps the matched ones in <mark>
+# with autoescaping on, so no text a user or a file wrote is ever marked safe.
+
+
+def _terms_pattern(query: str) -> re.Pattern[str] | None:
+    from datasets.selectors import MAX_SEARCH_TERMS
+
+    terms = sorted({term for term in (query or "").split()[:MAX_SEARCH_TERMS] if term}, key=len, reverse=True)
+    if not terms:
+        return None
+    return re.compile("|".join(re.escape(term) for term in terms), re.IGNORECASE)
+
+
+@register.filter
+def highlight_parts(text: object, query: str) -> list[tuple[str, bool]]:
+    """`{% for piece, hit in text|highlight_parts:query %}`: the text in pieces, hit=True where a term matched."""
+    text = "" if text is None else str(text)
+    pattern = _terms_pattern(query)
+    if pattern is None or not text:
+        return [(text, False)]
+    pieces: list[tuple[str, bool]] = []
+    last = 0
+    for match in pattern.finditer(text):
+        if match.start() > last:
+            pieces.append((text[last : match.start()], False))
+        pieces.append((match.group(0), True))
+        last = match.end()
+    if last < len(text):
+        pieces.append((text[last:], False))
+    return pieces
+
+
+@register.simple_tag
+def snippet(text: object, width: int, query: str = "") -> str:
+    """`{% snippet case.question 600 query as text %}`: at most `width` characters, taken
+    around the first search match when the match would otherwise be cut off (so the card
+    shows why it matched). Plain text: the template escapes it."""
+    text = "" if text is None else str(text)
+    if len(text) <= width:
+        return text
+    pattern = _terms_pattern(query)
+    match = pattern.search(text) if pattern else None
+    if match is None or match.end() <= width - 1:
+        return text[: width - 1].rstrip() + "…"
+    start = max(0, match.start() - width // 3)
+    end = min(len(text), start + width - 2)
+    return ("…" if start else "") + text[start:end].strip() + ("…" if end < len(text) else "")
+
+
+@register.filter
+def matches(text: object, query: str) -> bool:
+    pattern = _terms_pattern(query)
+    return bool(pattern and text and pattern.search(str(text)))
