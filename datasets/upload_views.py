@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect, trigger_client_event
 
 from agents.models import Agent
-from datasets import documents
+from datasets import documents, preview_marks
 from datasets.extraction.services import dataset_upload_create
 from datasets.models import Dataset, Document, TestCase
 from datasets.upload_forms import DatasetUploadForm, DocumentUploadForm, UploadSizeGuard
@@ -147,7 +147,18 @@ def document_preview(request: AuthedRequest, agent_id: int, dataset_id: int, doc
         dataset.cases.filter(pk=request.GET.get("case") or 0).first() if request.GET.get("case", "").isdigit() else None
     )
     is_pdf = document.file_type == Document.FileType.PDF
-    blocks, problem = ([], "") if is_pdf else documents.preview_blocks(document)
+    show = request.GET.get("show", "")
+    place = preview_marks.source_place(case)
+    # A PDF opens in the browser's viewer at the case's page; "Page text" shows that page's
+    # text with the evidence marked (the viewer itself cannot mark it).
+    page_text = is_pdf and show == "text" and place is not None and place.unit == "page"
+    blocks, problem = ([], "") if is_pdf and not page_text else documents.preview_blocks(document)
+    blocks, marked = preview_marks.mark_source(blocks, case)
+    page_pieces = None
+    if page_text and place is not None:
+        page = next((block for block in blocks if block.get("page") == place.number), None)
+        blocks = [page] if page else []
+        page_pieces = preview_marks.page_pieces(page["text"], case.source_span) if page and case else None
     context = {
         "agent": agent,
         "dataset": dataset,
@@ -156,9 +167,14 @@ def document_preview(request: AuthedRequest, agent_id: int, dataset_id: int, doc
         "blocks": blocks,
         "problem": problem,
         "is_pdf": is_pdf,
-        "show": "context" if request.GET.get("show") == "context" else "preview",
+        "show": show if show in ("context", "text") else "preview",
         "as_page": not request.htmx,
         "has_context": bool(case and (case.document_context or case.source_span)),
+        "place": place,
+        "marked": marked,
+        "page_text": page_text,
+        "page_pieces": page_pieces,
+        "is_source": bool(case and case.source_document_id == document.pk),
     }
     if request.htmx and not request.htmx.history_restore_request:
         return render(request, "datasets/partials/document_preview.html", context)

@@ -85,19 +85,19 @@ def labelled_cases(
     blocks: list[_Block] = []
     current: _Block | None = None
     target = ""
-    pending_id: tuple[str, int | None, int] | None = None
+    pending_id: tuple[str, int | None, int, str] | None = None  # (id, page, line, the line's text)
     for page, text in pages:
         for number, line in enumerate(text.splitlines(), start=1):
             stripped = line.strip()
             id_match = _ID_LABEL.match(line) or (None if _QUESTION_LABEL.match(line) else _ID_LINE.match(line))
             if id_match:
-                pending_id, current, target = (id_match["id"][:100], page, number), None, ""
+                pending_id, current, target = (id_match["id"][:100], page, number, stripped), None, ""
                 continue
             if match := _QUESTION_LABEL.match(line):
                 start_page, start_line = (pending_id[1], pending_id[2]) if pending_id else (page, number)
                 current = _Block(page=start_page, line=start_line, case_id=pending_id[0] if pending_id else "")
                 if pending_id:
-                    current.lines.append(f"{pending_id[0]}")
+                    current.lines.append(pending_id[3])
                 pending_id = None
                 blocks.append(current)
                 target = "question"

@@ -26,6 +26,14 @@
     }, 5000);
   }
 
+  // A document preview opened for a case scrolls to the case's row, lines or span.
+  function showSourceMark(root) {
+    var mark = root && root.querySelector && root.querySelector("[data-source-mark]");
+    if (mark && mark.scrollIntoView) mark.scrollIntoView({ block: "center" });
+  }
+  document.body.addEventListener("htmx:afterSettle", function (event) { showSourceMark(event.target); });
+  document.addEventListener("DOMContentLoaded", function () { showSourceMark(document); });
+
   // Server-side: django_htmx.http.trigger_client_event(response, "toast", {"message": ..., "level": ...})
   document.body.addEventListener("toast", function (event) {
     showToast(event.detail.message, event.detail.level);

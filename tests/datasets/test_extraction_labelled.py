@@ -61,7 +61,7 @@ def test_a_pdf_of_labelled_blocks_with_ids_and_wrapped_lines(agent, no_llm):
         ("TC-003", "Is support open on Sunday?", "No, weekdays 9-17 CET only.", "", "page 2"),
     ]
     first = dataset.cases.order_by("position").first()
-    assert first.source_span.startswith("TC-001\nQuestion: Can I get a refund 40 days after I")
+    assert first.source_span.startswith("TC-001: Refund window\nQuestion: Can I get a refund 40 days after I")
 
 
 def test_a_word_document_of_labelled_blocks(agent, no_llm):
