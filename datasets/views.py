@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from datasets.selectors import DatasetWithCount
 
 CASES_PER_PAGE = 25
+DATASETS_PER_PAGE = 100
 
 
 # ---- helpers -------------------------------------------------------------------
@@ -106,11 +107,13 @@ def _done(
 # ---- the Datasets tab ----------------------------------------------------------
 
 
-def _table_context(agent: Agent) -> dict[str, Any]:
-    datasets = list(selectors.dataset_list(agent=agent))
+def _table_context(agent: Agent, page_number: str | None = None) -> dict[str, Any]:
+    page = Paginator(selectors.dataset_list(agent=agent), DATASETS_PER_PAGE).get_page(page_number)
+    datasets = list(page.object_list)
     return {
         "agent": agent,
         "datasets": datasets,
+        "page": page,
         "polling": any(d.status == Dataset.Status.EXTRACTING for d in datasets),
     }
 
@@ -119,10 +122,10 @@ def _table_context(agent: Agent) -> dict[str, Any]:
 @require_GET
 def dataset_list(request: AuthedRequest, agent_id: int) -> HttpResponse:
     agent = get_agent_for_user(request, agent_id)
-    context = _table_context(agent)
+    context = _table_context(agent, request.GET.get("page"))
     if _is_partial(request):
         return render(request, "datasets/partials/dataset_table.html", context)
-    context["at_limit"] = len(context["datasets"]) >= _limit()
+    context["at_limit"] = context["page"].paginator.count >= _limit()
     context["limit"] = _limit()
     return render(request, "datasets/list.html", context)
 
@@ -132,7 +135,7 @@ def dataset_list(request: AuthedRequest, agent_id: int) -> HttpResponse:
 def dataset_list_rows(request: AuthedRequest, agent_id: int) -> HttpResponse:
     """The list's poll: refreshed every 3 s while a dataset is Extracting; 286 stops it."""
     agent = get_agent_for_user(request, agent_id)
-    context = _table_context(agent)
+    context = _table_context(agent, request.GET.get("page"))
     response = render(request, "datasets/partials/dataset_table.html", context)
     if not context["polling"]:
         response.status_code = HTMX_STOP_POLLING

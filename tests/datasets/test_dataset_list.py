@@ -162,3 +162,32 @@ def test_list_costs_a_fixed_number_of_queries(client_alice, agent, django_assert
 
     with django_assert_max_num_queries(12):
         assert client_alice.get(_url(agent)).status_code == 200
+
+
+@pytest.mark.django_db
+def test_the_list_shows_the_time_a_dataset_was_created_as_well_as_the_date(client_alice, agent, settings):
+    import datetime
+
+    settings.TIME_ZONE = "UTC"
+    dataset = DatasetFactory(agent=agent, name="Timed")
+    when = datetime.datetime(2026, 11, 30, 14, 5, tzinfo=datetime.UTC)
+    type(dataset).objects.filter(pk=dataset.pk).update(created_at=when)
+
+    html = client_alice.get(reverse("datasets:list", args=[agent.pk])).content.decode()
+
+    assert "Nov 30, 2026, 14:05</time>" in html
+
+
+@pytest.mark.django_db
+def test_the_list_paginates_at_100_datasets(client_alice, agent):
+    for number in range(101):
+        DatasetFactory(agent=agent, name=f"Dataset {number:03d}")
+    url = reverse("datasets:list", args=[agent.pk])
+
+    first = client_alice.get(url).content.decode()
+    second = client_alice.get(url, {"page": 2}, HTTP_HX_REQUEST="true").content.decode()
+
+    assert first.count('<tr id="dataset-') == 100
+    assert "1–100 of 101 datasets" in first and "Page 1 of 2" in first
+    assert "Dataset 000" in second and "101–101 of 101 datasets" in second
+    assert "Dataset 100" not in second
