@@ -48,7 +48,14 @@ CASE_EDITABLE_FIELDS = (
     "smoke_count",
     "smoke_guidance",
 )
-CASE_PROVENANCE_FIELDS = ("tests_rule", "source_file", "source_location", "source_span")
+CASE_PROVENANCE_FIELDS = (
+    "tests_rule",
+    "source_file",
+    "source_location",
+    "source_span",
+    "metadata",
+    "import_warnings",
+)
 CASE_FIELDS = CASE_EDITABLE_FIELDS + CASE_PROVENANCE_FIELDS + ("extra",)
 
 _TEXT_FIELDS = (
@@ -250,6 +257,26 @@ def _extra(value: Any) -> dict:
     return dict(value)
 
 
+def _metadata(value: Any) -> dict[str, str]:
+    """Unmapped source columns: {header: text}, both kept as text."""
+    if value in (None, ""):
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"This is not valid JSON ({exc.msg}).") from None
+    if not isinstance(value, Mapping):
+        raise ValueError("Expected an object of column names and values.")
+    return {str(key)[:100]: _text(item if isinstance(item, str) else json.dumps(item)) for key, item in value.items()}
+
+
+def _warnings(value: Any) -> list[str]:
+    if value in (None, ""):
+        return []
+    return [_text(item) for item in _json_list(value) if isinstance(item, str) and item.strip()]
+
+
 _CLEANERS: dict[str, Callable[[Any], Any]] = {
     **{name: _text for name in _TEXT_FIELDS},
     **{name: functools.partial(_short, max_length=n) for name, n in _SHORT_FIELDS.items()},
@@ -261,6 +288,8 @@ _CLEANERS: dict[str, Callable[[Any], Any]] = {
     "tags": _tags,
     "smoke_count": _smoke_count,
     "extra": _extra,
+    "metadata": _metadata,
+    "import_warnings": _warnings,
 }
 
 
@@ -474,6 +503,23 @@ def _check_accepts_cases(dataset: Dataset) -> None:
     # cases added by hand meanwhile would be caught up in that, so they wait until it settles.
     if dataset.status == Dataset.Status.EXTRACTING:
         raise ValidationError("Test cases are still being extracted. Add or import more once the dataset is Ready.")
+    if dataset.status == Dataset.Status.REVIEW:
+        raise ValidationError("Confirm the column mapping of the uploaded file first: that creates its test cases.")
+
+
+def _settle_with_cases(dataset: Dataset) -> None:
+    """A Failed dataset that gets cases (by hand, by import) is Ready: its status follows its cases.
+
+    The upload's failure is not forgotten: it moves to the dataset's notice, which the page shows.
+    """
+    if dataset.status != Dataset.Status.FAILED:
+        return
+    what = f"The upload of “{dataset.source_name}”" if dataset.source_name else "Building this dataset"
+    reason = dataset.failure_reason or "no reason was recorded."
+    history = f"{what} failed: {reason} The test cases here were added afterwards."
+    dataset.notice = f"{history}\n{dataset.notice}".strip()[:4000]
+    dataset.status = Dataset.Status.READY
+    dataset.save(update_fields=["status", "notice", "updated_at"])
 
 
 @transaction.atomic
@@ -491,6 +537,7 @@ def case_create(*, dataset: Dataset, documents: Iterable[Document] = (), **field
     documents = list(documents)
     if documents:
         case.documents.set(documents)
+    _settle_with_cases(dataset)
     return case
 
 
@@ -534,6 +581,8 @@ def case_bulk_create(*, dataset: Dataset, cases: list[dict[str, Any]]) -> list[T
     ]
     if links:
         TestCase.documents.through.objects.bulk_create(links)
+    if created:
+        _settle_with_cases(dataset)
     return created
 
 

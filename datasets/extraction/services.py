@@ -8,7 +8,7 @@ dataset_extract_fail   settle a dataset as Failed with a reason a QA person can 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
 from typing import Any
@@ -46,6 +46,9 @@ class Extraction:
     cases: list[dict[str, Any]]
     notice: str
     text: str
+    warnings: list[dict[str, str]] = field(default_factory=list)
+    # Set when the user must confirm the mapping (or the case limit) before cases are created.
+    review: dict[str, Any] | None = None
 
 
 def dataset_upload_create(
@@ -166,33 +169,76 @@ def _claim(dataset_id: int) -> Dataset | None:
 def _extract(dataset: Dataset, document: Document) -> Extraction:
     limit = settings.EVALSITE_MAX_CASES_PER_DOCUMENT
     _recheck(document)
-    answer = sandbox.run(
-        {"mode": "extract", "path": document.file.path, "file_type": document.file_type, "max_cases": limit},
+    state = dataset.mapping or {}
+    answer = parse_document(document, chosen=state.get("chosen"))
+    return extraction_from_answer(answer, state=state, limit=limit, file_type=document.file_type, trace=dataset.pk)
+
+
+def parse_document(document: Document, *, chosen: dict[str, Any] | None) -> dict[str, Any]:
+    """The sandboxed parse of a stored document (with the user's mapping, when there is one)."""
+    return parse_path(document.file.path, document.file_type, chosen=chosen)
+
+
+def parse_path(path: str, file_type: str, *, chosen: dict[str, Any] | None) -> dict[str, Any]:
+    return sandbox.run(
+        {
+            "mode": "extract",
+            "path": path,
+            "file_type": file_type,
+            "max_cases": settings.EVALSITE_MAX_CASES_PER_DOCUMENT,
+            "mapping": chosen,
+        },
         timeout=settings.EVALSITE_PARSE_TIMEOUT,
         memory_mb=settings.EVALSITE_PARSE_MEMORY_MB,
     )
+
+
+def extraction_from_answer(
+    answer: dict[str, Any], *, state: dict[str, Any], limit: int, file_type: str, trace: Any = None
+) -> Extraction:
+    """What the parse means for the dataset: cases to create, or a mapping step for the user first.
+
+    Tables always go through the mapping step; other files only when they hold more
+    cases than the limit. After the user confirmed (state["chosen"]), cases are created.
+    """
     cases, total = answer["cases"], answer["total"]
     if cases:
+        confirmed = "chosen" in state
+        over = total > limit
+        if not confirmed and (answer["method"] == "table" or over) or (confirmed and over and not state["keep_first"]):
+            review = {
+                "method": answer["method"],
+                "total": total,
+                "limit": limit,
+                "tables": answer["tables"],
+                "warnings": answer["warnings"],
+                "problem": (
+                    f"With this mapping the file has {total} test cases, more than the {limit} that can be kept."
+                    if confirmed
+                    else ""
+                ),
+            }
+            return Extraction(cases=[], notice="", text=answer["text"], review=review)
         notice = ""
-        if total > limit:
+        if over:
             notice = (
                 f"The document has {total} test cases; the limit is {limit} per document, "
                 f"so the first {limit} were kept."
             )
-        return Extraction(cases=cases, notice=notice, text=answer["text"])
+        return Extraction(cases=cases, notice=notice, text=answer["text"], warnings=answer["warnings"])
     pages = [(page, text) for page, text in answer["pages"] if text.strip()]
     if not pages:
-        raise ExtractionFailed(_nothing_found(document.file_type, answer, has_text=False))
-    if document.file_type in SPREADSHEETS and not llm.is_configured("llm"):
+        raise ExtractionFailed(_nothing_found(file_type, answer, has_text=False))
+    if file_type in SPREADSHEETS and not llm.is_configured("llm"):
         # A sheet without a question column: say that, not "a model is needed".
-        raise ExtractionFailed(_nothing_found(document.file_type, answer, has_text=True))
-    found = extract_with_model(pages, max_cases=limit, trace={"dataset": dataset.pk})
+        raise ExtractionFailed(_nothing_found(file_type, answer, has_text=True))
+    found = extract_with_model(pages, max_cases=limit, trace={"dataset": trace})
     if not found.cases:
-        raise ExtractionFailed(_nothing_found(document.file_type, answer, has_text=True))
+        raise ExtractionFailed(_nothing_found(file_type, answer, has_text=True))
     notice = ""
     if found.more_than_limit:
         notice = f"The document describes more than {limit} test cases; the first {limit} were kept."
-    return Extraction(cases=found.cases, notice=notice, text=answer["text"])
+    return Extraction(cases=found.cases, notice=notice, text=answer["text"], warnings=answer["warnings"])
 
 
 def _recheck(document: Document) -> None:
@@ -227,11 +273,18 @@ def _nothing_found(file_type: str, answer: dict[str, Any], *, has_text: bool) ->
 
 def _save(*, dataset_id: int, document: Document, extraction: Extraction) -> None:
     """All cases or none, and only while the dataset is still Extracting (not deleted, not settled)."""
-    rows = _case_rows(extraction.cases, document)
+    rows = case_rows(extraction.cases, document)
     with transaction.atomic():
         dataset = Dataset.objects.select_for_update().filter(pk=dataset_id, status=Dataset.Status.EXTRACTING).first()
         if dataset is None:
             return  # deleted while we read, or another delivery of this job settled it
+        Document.objects.filter(pk=document.pk).update(text=extraction.text)
+        if extraction.review is not None:
+            # Nothing is created until the user confirms the mapping (mapping.dataset_mapping_confirm).
+            dataset.status, dataset.mapping = Dataset.Status.REVIEW, {**dataset.mapping, **extraction.review}
+            dataset.mapping.pop("chosen", None)
+            dataset.save(update_fields=["status", "mapping", "updated_at"])
+            return
         try:
             case_bulk_create(dataset=dataset, cases=rows)
         except ValidationError as exc:
@@ -239,33 +292,44 @@ def _save(*, dataset_id: int, document: Document, extraction: Extraction) -> Non
             dataset.status, dataset.failure_reason = Dataset.Status.FAILED, _refused_reason(exc)
             dataset.save(update_fields=["status", "failure_reason", "updated_at"])
             return
-        Document.objects.filter(pk=document.pk).update(text=extraction.text)
         dataset.status, dataset.notice, dataset.failure_reason = Dataset.Status.READY, extraction.notice, ""
-        dataset.save(update_fields=["status", "notice", "failure_reason", "updated_at"])
+        dataset.warnings = file_warnings(extraction.warnings, document.original_name)
+        dataset.save(update_fields=["status", "notice", "failure_reason", "warnings", "updated_at"])
 
 
-def _case_rows(cases: list[dict[str, Any]], document: Document) -> list[dict[str, Any]]:
+def file_warnings(warnings: list[dict[str, str]], file_name: str) -> list[dict[str, str]]:
+    """The parse's warnings, each naming the file as well as the sheet/row/page."""
+    return [
+        {"where": f"{file_name}, {item['where']}" if item.get("where") else file_name, "message": item["message"]}
+        for item in warnings
+    ]
+
+
+def case_rows(cases: list[dict[str, Any]], document: Document | None, *, file_name: str = "") -> list[dict[str, Any]]:
+    """Parsed cases as case fields, with their provenance; `document` is linked when given."""
     rows = []
     used_ids: set[str] = set()
     for case in cases:
         case_id = case.get("case_id", "")
         if case_id:
             case_id = _unique_id(case_id, used_ids)
-        rows.append(
-            {
-                "question": case["question"],
-                "expected_answer": case.get("expected_answer", ""),
-                "case_id": case_id,
-                "document_context": case.get("document_context", ""),
-                "judge_guideline": case.get("judge_guideline", ""),
-                "tags": case.get("tags", []),
-                "tests_rule": case.get("tests_rule", ""),
-                "source_file": document.original_name,
-                "source_location": case.get("location", "")[:100],
-                "source_span": case.get("span", ""),
-                "documents": [document],
-            }
-        )
+        row = {
+            "question": case["question"],
+            "expected_answer": case.get("expected_answer", ""),
+            "case_id": case_id,
+            "document_context": case.get("document_context", ""),
+            "judge_guideline": case.get("judge_guideline", ""),
+            "tags": case.get("tags", []),
+            "tests_rule": case.get("tests_rule", ""),
+            "source_file": document.original_name if document else file_name,
+            "source_location": case.get("location", "")[:100],
+            "source_span": case.get("span", ""),
+            "metadata": case.get("metadata", {}),
+            "import_warnings": case.get("warnings", []),
+        }
+        if document is not None:
+            row["documents"] = [document]
+        rows.append(row)
     return rows
 
 
