@@ -57,7 +57,10 @@ def field_name(value: Any) -> str | None:
 def suggested_choice(tables: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "tables": {
-            table["key"]: {"skip": False, "columns": {str(c["index"]): c["field"] for c in table["columns"]}}
+            table["key"]: {
+                "skip": bool(table["skipped"]),
+                "columns": {str(c["index"]): c["field"] for c in table["columns"]},
+            }
             for table in tables
             if table["columns"]
         }

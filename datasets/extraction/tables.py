@@ -400,6 +400,7 @@ def describe(table: Table, plan: Plan, key: str, case_count: int) -> dict[str, A
                 "letter": column_letter(column),
                 "header": plan.headers[column][:200],
                 "field": plan.columns.get(column, "metadata"),
+                "sample": next((_preview_cell(c[column]) for _, c in rows[:PREVIEW_ROWS] if c.get(column)), ""),
             }
             for column in columns
         ],
