@@ -643,7 +643,8 @@ def case_move(*, case: TestCase, to_index: int) -> int:
 class ImportResult:
     created: int = 0
     updated: int = 0
-    ignored_columns: list[str] = field(default_factory=list)
+    ignored_columns: list[str] = field(default_factory=list)  # kept on each case as metadata
+    warnings: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def message(self) -> str:
@@ -658,11 +659,21 @@ class ImportResult:
             # must not make a header bigger than a proxy accepts (nginx answers 502).
             shown = [name if len(name) <= 40 else name[:39] + "…" for name in self.ignored_columns[:10]]
             more = len(self.ignored_columns) - len(shown)
-            text += f" Ignored columns: {', '.join(shown)}{f' and {more} more' if more else ''}."
+            text += f" Kept as case metadata: {', '.join(shown)}{f' and {more} more' if more else ''}."
+        if self.warnings:
+            count = len(self.warnings)
+            text += f" {count} warning{'s' if count != 1 else ''}: see the dataset page."
         return text
 
 
-def _apply_import(*, dataset: Dataset, cases: list[dict[str, Any]], ignored_columns: list[str]) -> ImportResult:
+def _apply_import(
+    *,
+    dataset: Dataset,
+    cases: list[dict[str, Any]],
+    ignored_columns: list[str],
+    warnings: list[dict[str, str]] = (),  # type: ignore[assignment]
+    file_name: str = "",
+) -> ImportResult:
     """Upsert parsed cases: a case_id already in the dataset updates that case (only the
     fields the file has), anything else is appended. The caller holds the transaction."""
     ids = [case["case_id"] for case in cases if case.get("case_id")]
@@ -684,7 +695,16 @@ def _apply_import(*, dataset: Dataset, cases: list[dict[str, Any]], ignored_colu
     if to_update:
         TestCase.objects.bulk_update(to_update, [*sorted(update_fields), "updated_at"])
     case_bulk_create(dataset=dataset, cases=to_create)
-    return ImportResult(created=len(to_create), updated=len(to_update), ignored_columns=ignored_columns)
+    if warnings:
+        named = [
+            {"where": f"{file_name}, {item['where']}" if file_name else item["where"], "message": item["message"]}
+            for item in warnings
+        ]
+        dataset.warnings = [*dataset.warnings, *named][-500:]
+        dataset.save(update_fields=["warnings", "updated_at"])
+    return ImportResult(
+        created=len(to_create), updated=len(to_update), ignored_columns=ignored_columns, warnings=list(warnings)
+    )
 
 
 def _read_upload(file: UploadedFile) -> bytes:
@@ -706,7 +726,13 @@ def dataset_import_csv(*, dataset: Dataset, file: UploadedFile) -> ImportResult:
     _check_accepts_cases(dataset)
     parsed = parse_csv(_read_upload(file))
     with transaction.atomic():
-        return _apply_import(dataset=dataset, cases=parsed.cases, ignored_columns=parsed.ignored_columns)
+        return _apply_import(
+            dataset=dataset,
+            cases=parsed.cases,
+            ignored_columns=parsed.ignored_columns,
+            warnings=parsed.warnings,
+            file_name=file.name or "",
+        )
 
 
 def dataset_import_json(*, dataset: Dataset, file: UploadedFile) -> ImportResult:
@@ -742,7 +768,13 @@ def dataset_create_from_file(
             description=parsed.description,
             **scoring,
         )
-        result = _apply_import(dataset=dataset, cases=parsed.cases, ignored_columns=parsed.ignored_columns)
+        result = _apply_import(
+            dataset=dataset,
+            cases=parsed.cases,
+            ignored_columns=parsed.ignored_columns,
+            warnings=parsed.warnings,
+            file_name=file.name or "",
+        )
     return dataset, result
 
 

@@ -6,7 +6,8 @@ Names the dataset pages already link to once they exist (found with url_if_exist
   "status"             kwargs agent_id, dataset_id               extraction status polling partial
   "document_preview"   kwargs agent_id, dataset_id, document_id  preview dialog (htmx into #dialog-slot)
   "document_download"  kwargs agent_id, dataset_id, document_id
-Also: "mapping" / "mapping_cancel" (the mapping step, datasets/mapping_views.py), "upload" (POST of the new page), "document_view" (a PDF inline for the preview's
+Also: "mapping" / "mapping_cancel" (the mapping step, datasets/mapping_views.py),
+"upload" (POST of the new page), "document_view" (a PDF inline for the preview's
 <iframe>), "case_document_attach" / "case_document_detach" (documents on manual cases,
 the form in partials/case_documents.html).
 """
