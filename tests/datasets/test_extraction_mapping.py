@@ -93,8 +93,17 @@ def test_a_changed_mapping_is_honoured(agent):
     dataset = extract(agent, "plan.xlsx", _plan_workbook(), confirm=False)
     chosen = {
         "tables": {
-            "0": {"skip": False, "columns": {"1": "ignore", "2": "question", "3": "tags", "4": "document_context",
-                                             "5": "expected_answer", "6": "judge_guideline"}},
+            "0": {
+                "skip": False,
+                "columns": {
+                    "1": "ignore",
+                    "2": "question",
+                    "3": "tags",
+                    "4": "document_context",
+                    "5": "expected_answer",
+                    "6": "judge_guideline",
+                },
+            },
         }
     }
 
@@ -116,7 +125,9 @@ def test_a_mapping_needs_exactly_one_question_column_per_included_table(agent):
     with pytest.raises(ValidationError, match="exactly one column to the question"):
         dataset_mapping_confirm(dataset=dataset, chosen=two, keep_first=True)
     with pytest.raises(ValidationError, match="Every table is skipped"):
-        dataset_mapping_confirm(dataset=dataset, chosen={"tables": {"0": {"skip": True, "columns": {}}}}, keep_first=True)
+        dataset_mapping_confirm(
+            dataset=dataset, chosen={"tables": {"0": {"skip": True, "columns": {}}}}, keep_first=True
+        )
     dataset.refresh_from_db()
     assert dataset.status == Dataset.Status.REVIEW
 

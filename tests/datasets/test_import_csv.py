@@ -133,7 +133,6 @@ def test_blank_lines_are_skipped_and_extra_cells_are_an_error(dataset):
         ("question\nCaf\xe9\n".encode("cp1252"), "The file is not UTF-8 text"),
         (b"question\n", "The file has no test cases."),
         (b"query,question\na,b\n", "Row 1: the columns “query” and “question” both hold question; keep one."),
-
     ],
 )
 @pytest.mark.django_db

@@ -47,17 +47,13 @@ def test_the_dataset_page_says_what_to_do_while_the_mapping_waits(client_alice, 
 
 
 def test_the_status_poll_sends_the_user_to_the_mapping_page(client_alice, review):
-    response = client_alice.get(
-        reverse("datasets:status", args=[review.agent_id, review.pk]), HTTP_HX_REQUEST="true"
-    )
+    response = client_alice.get(reverse("datasets:status", args=[review.agent_id, review.pk]), HTTP_HX_REQUEST="true")
 
     assert response.status_code == 286
     assert response["HX-Redirect"] == mapping_url(review)
 
 
-def test_posting_a_changed_mapping_creates_the_cases_with_it(
-    client_alice, review, django_capture_on_commit_callbacks
-):
+def test_posting_a_changed_mapping_creates_the_cases_with_it(client_alice, review, django_capture_on_commit_callbacks):
     data = {f"t0_c{n}": "metadata" for n in range(1, 7)}
     data.update(t0_include="on", t0_c2="question", t0_c5="expected_answer", t0_c4="ignore")
     data.update({f"t1_c{n}": "metadata" for n in (1, 2)})
@@ -97,7 +93,9 @@ def test_over_the_limit_the_page_asks_to_keep_the_first_500(client_alice, agent)
     assert "The file has 612 test cases; at most 500 can be kept" in html
     assert "leave the other 112 out" in html
 
-    refused = client_alice.post(mapping_url(dataset), {"t0_include": "on", "t0_c1": "question", "t0_c2": "expected_answer"})
+    refused = client_alice.post(
+        mapping_url(dataset), {"t0_include": "on", "t0_c1": "question", "t0_c2": "expected_answer"}
+    )
     assert "keep the first 500, or cancel" in refused.content.decode()
 
 
