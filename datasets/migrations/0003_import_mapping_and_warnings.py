@@ -3,36 +3,58 @@
 from django.db import migrations, models
 
 
-class Migration(migrations.Migration):
+def failed_with_cases_become_ready(apps, schema_editor):
+    """A dataset's status follows its cases: a Failed upload that got cases by hand is Ready,
+    and the failure moves to its notice so it stays visible."""
+    Dataset = apps.get_model("datasets", "Dataset")
+    for dataset in Dataset.objects.filter(status="failed", cases__isnull=False).distinct():
+        what = f"The upload of “{dataset.source_name}”" if dataset.source_name else "Building this dataset"
+        reason = dataset.failure_reason or "no reason was recorded."
+        history = f"{what} failed: {reason} The test cases here were added afterwards."
+        dataset.notice = f"{history}\n{dataset.notice}".strip()[:4000]
+        dataset.status = "ready"
+        dataset.save(update_fields=["status", "notice"])
 
+
+class Migration(migrations.Migration):
     dependencies = [
-        ('datasets', '0002_testcase_extra'),
+        ("datasets", "0002_testcase_extra"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='dataset',
-            name='mapping',
+            model_name="dataset",
+            name="mapping",
             field=models.JSONField(blank=True, default=dict),
         ),
         migrations.AddField(
-            model_name='dataset',
-            name='warnings',
+            model_name="dataset",
+            name="warnings",
             field=models.JSONField(blank=True, default=list),
         ),
         migrations.AddField(
-            model_name='testcase',
-            name='import_warnings',
+            model_name="testcase",
+            name="import_warnings",
             field=models.JSONField(blank=True, default=list),
         ),
         migrations.AddField(
-            model_name='testcase',
-            name='metadata',
+            model_name="testcase",
+            name="metadata",
             field=models.JSONField(blank=True, default=dict),
         ),
         migrations.AlterField(
-            model_name='dataset',
-            name='status',
-            field=models.CharField(choices=[('extracting', 'Extracting'), ('review', 'Confirm mapping'), ('ready', 'Ready'), ('failed', 'Failed')], default='ready', max_length=12),
+            model_name="dataset",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("extracting", "Extracting"),
+                    ("review", "Confirm mapping"),
+                    ("ready", "Ready"),
+                    ("failed", "Failed"),
+                ],
+                default="ready",
+                max_length=12,
+            ),
         ),
+        migrations.RunPython(failed_with_cases_become_ready, migrations.RunPython.noop),
     ]
