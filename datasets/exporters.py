@@ -39,6 +39,8 @@ CSV_HEADER = (
     "source_file",
     "source_location",
     "source_span",
+    "metadata",
+    "import_warnings",
 )
 
 
@@ -78,6 +80,8 @@ def _csv_row(case: TestCase) -> list[str]:
         case.source_file,
         case.source_location,
         case.source_span,
+        _json_cell(case.metadata),
+        _json_cell(case.import_warnings),
     ]
     return [neutralise(cell) for cell in row]
 
@@ -170,6 +174,8 @@ def case_to_eval_case(case: TestCase, number: int) -> dict[str, Any]:
         "source_file": case.source_file,
         "source_location": case.source_location,
         "source_span": case.source_span,
+        "metadata": case.metadata,
+        "import_warnings": case.import_warnings,
         "documents": [document.original_name for document in case.documents.all()],
     }
     return eval_case

@@ -49,6 +49,11 @@ CSV_COLUMNS = {
     "source_file": "source_file",
     "source_location": "source_location",
     "source_span": "source_span",
+    "metadata": "metadata",
+    "import_warnings": "import_warnings",
+    # The peer bench's harness and many tools write id / expected.
+    "id": "case_id",
+    "expected": "expected_answer",
 }
 
 # Keys of the "evalsite" extension object on an exported eval case.
@@ -64,6 +69,8 @@ _EXTENSION_FIELDS = (
     "source_file",
     "source_location",
     "source_span",
+    "metadata",
+    "import_warnings",
 )
 # Eval-set fields kept in TestCase.extra and written back on export.
 EXTRA_KEYS = ("session_input", "expected_node_order")
@@ -75,10 +82,13 @@ class ParsedFile:
     name: str = ""
     description: str = ""
     scoring: dict[str, Any] = field(default_factory=dict)
+    # Columns that name no field: their cells are kept on each case as metadata.
     ignored_columns: list[str] = field(default_factory=list)
     eval_set_id: str = ""
     # Cases of the file that were not imported, each with the reason ("Eval case 3 (plan-b): ...").
     skipped: list[str] = field(default_factory=list)
+    # What the import changed or doubts: [{"where": "row 4", "message": ...}].
+    warnings: list[dict[str, str]] = field(default_factory=list)
 
 
 # ADK's user-simulator cases: a starting prompt and a plan instead of a scripted conversation.
@@ -105,7 +115,7 @@ def _check_case_count(count: int) -> None:
         raise ValidationError("The file has no test cases.")
 
 
-def _decode(data: bytes) -> str:
+def _decode(data: bytes, warnings: list[dict[str, str]] | None = None) -> str:
     try:
         # utf-8-sig drops the byte order mark Excel writes.
         text = data.decode("utf-8-sig")
@@ -115,7 +125,19 @@ def _decode(data: bytes) -> str:
             "In Excel, choose “Save as: CSV UTF-8”; elsewhere, save or export as UTF-8."
         ) from None
     if "\x00" in text:
-        raise ValidationError("The file contains NUL bytes, so it is not a text file. Is it really a CSV or JSON file?")
+        if warnings is None:
+            raise ValidationError("The file contains NUL bytes, so it is not valid JSON text.")
+        # A text file with stray NULs (a broken export): strip them, and say so.
+        lines = [str(number) for number, line in enumerate(text.split("\n"), start=1) if "\x00" in line]
+        warnings.append(
+            {
+                "where": f"line{'s' if len(lines) > 1 else ''} {', '.join(lines[:10])}"
+                + (f" and {len(lines) - 10} more" if len(lines) > 10 else ""),
+                "message": f"The file held {text.count(chr(0)):,} NUL bytes (invisible control characters); "
+                "they were removed.",
+            }
+        )
+        text = text.replace("\x00", "")
     return text
 
 
@@ -158,7 +180,8 @@ def parse_csv(data: bytes) -> ParsedFile:
     Only the columns present are returned for each case, so re-importing a file with fewer
     columns updates just those fields of cases matched by case_id.
     """
-    text = _decode(data)
+    warnings: list[dict[str, str]] = []
+    text = _decode(data, warnings)
     rows = csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text))
     try:
         header = next(rows, None)
@@ -173,7 +196,8 @@ def parse_csv(data: bytes) -> ParsedFile:
     problems: list[str] = []
     seen: dict[str, str] = {}
     ignored: list[str] = []
-    for cell in header:
+    kept: dict[int, str] = {}  # column index -> header, for columns kept as metadata
+    for index, cell in enumerate(header):
         target = CSV_COLUMNS.get(_header_key(cell))
         if target and target in seen:
             problems.append(f"Row 1: the columns “{seen[target]}” and “{cell.strip()}” both hold {target}; keep one.")
@@ -181,6 +205,7 @@ def parse_csv(data: bytes) -> ParsedFile:
             seen[target] = cell.strip()
         elif cell.strip():
             ignored.append(cell.strip())
+            kept[index] = cell.strip().lstrip("\ufeff")[:100]
         columns.append(target)
     if "question" not in seen:
         found = ", ".join(cell.strip() for cell in header if cell.strip())
@@ -198,11 +223,25 @@ def parse_csv(data: bytes) -> ParsedFile:
             if len(row) > len(columns) and any(cell.strip() for cell in row[len(columns) :]):
                 problems.append(f"Row {row_number}: it has {len(row)} cells but the header has {len(columns)} columns.")
                 continue
-            values = {
+            values: dict[str, Any] = {
                 target: _unneutralise(row[index]) if index < len(row) else ""
                 for index, target in enumerate(columns)
                 if target
             }
+            if kept:
+                values["metadata"] = {
+                    name: row[index].strip() for index, name in kept.items() if index < len(row) and row[index].strip()
+                }
+            notes = []
+            if len(row) < len(columns):
+                notes.append(
+                    f"The row has {len(row)} fields but the header has {len(columns)}; the missing cells are empty."
+                )
+            if "expected_answer" in values and not values["expected_answer"].strip():
+                notes.append("No expected answer: the judge scores this case without a reference answer.")
+            if notes:
+                values["import_warnings"] = notes
+                warnings.extend({"where": f"row {row_number}", "message": note} for note in notes)
             try:
                 fields = case_fields_clean(values, partial=True)
             except ValidationError as exc:
@@ -225,7 +264,7 @@ def parse_csv(data: bytes) -> ParsedFile:
     if problems:
         raise _fail(problems)
     _check_case_count(len(cases))
-    return ParsedFile(cases=cases, ignored_columns=ignored)
+    return ParsedFile(cases=cases, ignored_columns=ignored, warnings=warnings)
 
 
 def _label(field_name: str) -> str:

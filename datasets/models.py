@@ -13,6 +13,9 @@ def _document_path(instance: "Document", filename: str) -> str:
 class Dataset(models.Model):
     class Status(models.TextChoices):
         EXTRACTING = "extracting", "Extracting"
+        # An upload read and waiting for the user to confirm its column mapping (and the
+        # 500-case limit); confirming creates the cases (datasets.extraction.mapping).
+        REVIEW = "review", "Confirm mapping"
         READY = "ready", "Ready"
         FAILED = "failed", "Failed"
 
@@ -29,6 +32,12 @@ class Dataset(models.Model):
     failure_reason = models.TextField(blank=True)
     # A non-fatal note for the user, e.g. "The document had 612 cases; the first 500 were kept."
     notice = models.TextField(blank=True)
+    # What an import changed or doubts, each naming the file and the sheet/row/page:
+    # [{"where": "plan.xlsx, Cases rows 4, 7", "message": "..."}]. Status reads "Ready with warnings".
+    warnings = models.JSONField(default=list, blank=True)
+    # The mapping step of an upload: the tables found (header row, field per column,
+    # first rows), the case count, and once confirmed the user's choice ("chosen").
+    mapping = models.JSONField(default=dict, blank=True)
     source = models.CharField(max_length=12, choices=Source.choices, default=Source.MANUAL)
     source_name = models.CharField(max_length=255, blank=True, help_text="Uploaded file name")
     # The uploaded file is each extracted case's source (provenance), never an input: an
@@ -78,6 +87,12 @@ class Dataset(models.Model):
     @property
     def is_settled(self) -> bool:
         return self.status != self.Status.EXTRACTING
+
+    @property
+    def status_label(self) -> str:
+        if self.status == self.Status.READY and self.warnings:
+            return "Ready with warnings"
+        return self.get_status_display()
 
 
 class Document(models.Model):
@@ -157,6 +172,10 @@ class TestCase(models.Model):
     # Eval-set fields Evalsite keeps but does not score (ADK `session_input`, 10xgraph
     # `expected_node_order`), so a JSON import exports back without losing them.
     extra = models.JSONField(default=dict, blank=True)
+    # Columns of the source row mapped to no field ({"Priority": "High"}), shown and exported with the case.
+    metadata = models.JSONField(default=dict, blank=True)
+    # What the import changed or doubts about this case ("No expected answer: ...").
+    import_warnings = models.JSONField(default=list, blank=True)
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

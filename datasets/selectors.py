@@ -74,6 +74,8 @@ def dataset_run_blocker(*, dataset: Dataset, case_count: int) -> str:
     """Why the dataset cannot be run now, or "" when it can."""
     if dataset.status == Dataset.Status.EXTRACTING:
         return "Test cases are still being extracted. You can run the dataset once it is Ready."
+    if dataset.status == Dataset.Status.REVIEW:
+        return "Confirm the column mapping of the uploaded file first: that creates the test cases."
     if dataset.status == Dataset.Status.FAILED:
         return "This dataset failed to build, so it cannot be run. Upload the fixed file again or make a new dataset."
     if case_count == 0:

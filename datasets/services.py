@@ -48,7 +48,14 @@ CASE_EDITABLE_FIELDS = (
     "smoke_count",
     "smoke_guidance",
 )
-CASE_PROVENANCE_FIELDS = ("tests_rule", "source_file", "source_location", "source_span")
+CASE_PROVENANCE_FIELDS = (
+    "tests_rule",
+    "source_file",
+    "source_location",
+    "source_span",
+    "metadata",
+    "import_warnings",
+)
 CASE_FIELDS = CASE_EDITABLE_FIELDS + CASE_PROVENANCE_FIELDS + ("extra",)
 
 _TEXT_FIELDS = (
@@ -250,6 +257,26 @@ def _extra(value: Any) -> dict:
     return dict(value)
 
 
+def _metadata(value: Any) -> dict[str, str]:
+    """Unmapped source columns: {header: text}, both kept as text."""
+    if value in (None, ""):
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"This is not valid JSON ({exc.msg}).") from None
+    if not isinstance(value, Mapping):
+        raise ValueError("Expected an object of column names and values.")
+    return {str(key)[:100]: _text(item if isinstance(item, str) else json.dumps(item)) for key, item in value.items()}
+
+
+def _warnings(value: Any) -> list[str]:
+    if value in (None, ""):
+        return []
+    return [_text(item) for item in _json_list(value) if isinstance(item, str) and item.strip()]
+
+
 _CLEANERS: dict[str, Callable[[Any], Any]] = {
     **{name: _text for name in _TEXT_FIELDS},
     **{name: functools.partial(_short, max_length=n) for name, n in _SHORT_FIELDS.items()},
@@ -261,6 +288,8 @@ _CLEANERS: dict[str, Callable[[Any], Any]] = {
     "tags": _tags,
     "smoke_count": _smoke_count,
     "extra": _extra,
+    "metadata": _metadata,
+    "import_warnings": _warnings,
 }
 
 
@@ -478,6 +507,23 @@ def _check_accepts_cases(dataset: Dataset) -> None:
     # cases added by hand meanwhile would be caught up in that, so they wait until it settles.
     if dataset.status == Dataset.Status.EXTRACTING:
         raise ValidationError("Test cases are still being extracted. Add or import more once the dataset is Ready.")
+    if dataset.status == Dataset.Status.REVIEW:
+        raise ValidationError("Confirm the column mapping of the uploaded file first: that creates its test cases.")
+
+
+def _settle_with_cases(dataset: Dataset) -> None:
+    """A Failed dataset that gets cases (by hand, by import) is Ready: its status follows its cases.
+
+    The upload's failure is not forgotten: it moves to the dataset's notice, which the page shows.
+    """
+    if dataset.status != Dataset.Status.FAILED:
+        return
+    what = f"The upload of “{dataset.source_name}”" if dataset.source_name else "Building this dataset"
+    reason = dataset.failure_reason or "no reason was recorded."
+    history = f"{what} failed: {reason} The test cases here were added afterwards."
+    dataset.notice = f"{history}\n{dataset.notice}".strip()[:4000]
+    dataset.status = Dataset.Status.READY
+    dataset.save(update_fields=["status", "notice", "updated_at"])
 
 
 @transaction.atomic
@@ -495,6 +541,7 @@ def case_create(*, dataset: Dataset, documents: Iterable[Document] = (), **field
     documents = list(documents)
     if documents:
         case.documents.set(documents)
+    _settle_with_cases(dataset)
     return case
 
 
@@ -540,6 +587,8 @@ def case_bulk_create(*, dataset: Dataset, cases: list[dict[str, Any]]) -> list[T
     ]
     if links:
         TestCase.documents.through.objects.bulk_create(links)
+    if created:
+        _settle_with_cases(dataset)
     return created
 
 
@@ -600,14 +649,15 @@ def case_move(*, case: TestCase, to_index: int) -> int:
 class ImportResult:
     created: int = 0
     updated: int = 0
-    ignored_columns: list[str] = field(default_factory=list)
+    ignored_columns: list[str] = field(default_factory=list)  # kept on each case as metadata
     # Cases of the file that were not imported, each with its reason (importers.ParsedFile.skipped).
     skipped: list[str] = field(default_factory=list)
+    warnings: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def level(self) -> str:
-        """How the message is shown: a warning when something in the file was left out."""
-        return "warning" if self.skipped else "success"
+        """How the message is shown: a warning when something in the file was left out or doubted."""
+        return "warning" if self.skipped or self.warnings else "success"
 
     @property
     def message(self) -> str:
@@ -622,18 +672,27 @@ class ImportResult:
             # must not make a header bigger than a proxy accepts (nginx answers 502).
             shown = [name if len(name) <= 40 else name[:39] + "…" for name in self.ignored_columns[:10]]
             more = len(self.ignored_columns) - len(shown)
-            text += f" Ignored columns: {', '.join(shown)}{f' and {more} more' if more else ''}."
+            text += f" Kept as case metadata: {', '.join(shown)}{f' and {more} more' if more else ''}."
         if self.skipped:
             # Cut like the columns above: the message travels in a header.
             listed = [item if len(item) <= 200 else item[:199] + "…" for item in self.skipped[:5]]
             more = len(self.skipped) - len(listed)
             noun = "case was" if len(self.skipped) == 1 else "cases were"
             text += f" {len(self.skipped)} {noun} skipped: {' '.join(listed)}{f' …and {more} more.' if more else ''}"
+        if self.warnings:
+            count = len(self.warnings)
+            text += f" {count} warning{'s' if count != 1 else ''}: see the dataset page."
         return text
 
 
 def _apply_import(
-    *, dataset: Dataset, cases: list[dict[str, Any]], ignored_columns: list[str], skipped: list[str] | None = None
+    *,
+    dataset: Dataset,
+    cases: list[dict[str, Any]],
+    ignored_columns: list[str],
+    warnings: list[dict[str, str]] = (),  # type: ignore[assignment]
+    skipped: list[str] | None = None,
+    file_name: str = "",
 ) -> ImportResult:
     """Upsert parsed cases: a case_id already in the dataset updates that case (only the
     fields the file has), anything else is appended. The caller holds the transaction."""
@@ -656,8 +715,25 @@ def _apply_import(
     if to_update:
         TestCase.objects.bulk_update(to_update, [*sorted(update_fields), "updated_at"])
     case_bulk_create(dataset=dataset, cases=to_create)
+    skipped = skipped or []
+    # What was skipped stays on the dataset page too, beside the other import warnings.
+    kept_warnings = [*warnings, *({"where": "", "message": item} for item in skipped)]
+    if kept_warnings:
+        named = [
+            {
+                "where": ", ".join(part for part in (file_name, item["where"]) if part),
+                "message": item["message"],
+            }
+            for item in kept_warnings
+        ]
+        dataset.warnings = [*dataset.warnings, *named][-500:]
+        dataset.save(update_fields=["warnings", "updated_at"])
     return ImportResult(
-        created=len(to_create), updated=len(to_update), ignored_columns=ignored_columns, skipped=skipped or []
+        created=len(to_create),
+        updated=len(to_update),
+        ignored_columns=ignored_columns,
+        skipped=skipped,
+        warnings=list(warnings),
     )
 
 
@@ -680,7 +756,13 @@ def dataset_import_csv(*, dataset: Dataset, file: UploadedFile) -> ImportResult:
     _check_accepts_cases(dataset)
     parsed = parse_csv(_read_upload(file))
     with transaction.atomic():
-        return _apply_import(dataset=dataset, cases=parsed.cases, ignored_columns=parsed.ignored_columns)
+        return _apply_import(
+            dataset=dataset,
+            cases=parsed.cases,
+            ignored_columns=parsed.ignored_columns,
+            warnings=parsed.warnings,
+            file_name=file.name or "",
+        )
 
 
 def dataset_import_json(*, dataset: Dataset, file: UploadedFile) -> ImportResult:
@@ -693,7 +775,9 @@ def dataset_import_json(*, dataset: Dataset, file: UploadedFile) -> ImportResult
         if parsed.eval_set_id and not dataset.eval_set_id:
             Dataset.objects.filter(pk=dataset.pk).update(eval_set_id=parsed.eval_set_id)
             dataset.eval_set_id = parsed.eval_set_id
-        return _apply_import(dataset=dataset, cases=parsed.cases, ignored_columns=[], skipped=parsed.skipped)
+        return _apply_import(
+            dataset=dataset, cases=parsed.cases, ignored_columns=[], skipped=parsed.skipped, file_name=file.name or ""
+        )
 
 
 def dataset_create_from_file(
@@ -721,7 +805,12 @@ def dataset_create_from_file(
             **scoring,
         )
         result = _apply_import(
-            dataset=dataset, cases=parsed.cases, ignored_columns=parsed.ignored_columns, skipped=parsed.skipped
+            dataset=dataset,
+            cases=parsed.cases,
+            ignored_columns=parsed.ignored_columns,
+            warnings=parsed.warnings,
+            skipped=parsed.skipped,
+            file_name=file.name or "",
         )
     return dataset, result
 

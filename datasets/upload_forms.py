@@ -12,6 +12,7 @@ from django.http import HttpRequest, QueryDict
 from django.utils.datastructures import MultiValueDict
 
 from datasets.documents import upload_validate
+from datasets.extraction.tables import FIELD_LABELS
 from datasets.extraction.validation import ACCEPT_ATTRIBUTE, ValidatedFile, too_big_message
 from datasets.services import dataset_name_clean
 
@@ -120,3 +121,55 @@ class DatasetUploadForm(DocumentUploadForm):
 
     def clean_name(self) -> str:
         return dataset_name_clean(self.cleaned_data["name"])
+
+
+class MappingForm(forms.Form):
+    """The mapping step: a field per column of every table, whether to include each table,
+    and, over the case limit, the agreement to keep the first cases. Field names:
+    t<key>_c<column> (a field), t<key>_include (a checkbox), keep_first."""
+
+    keep_first = forms.BooleanField(required=False)
+
+    def __init__(self, *args: Any, tables: list[dict[str, Any]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tables = tables
+        choices = list(FIELD_LABELS.items())
+        for table in tables:
+            self.fields[f"t{table['key']}_include"] = forms.BooleanField(
+                required=False, initial=not table["skipped"], label="Create test cases from this table"
+            )
+            for column in table["columns"]:
+                self.fields[f"t{table['key']}_c{column['index']}"] = forms.ChoiceField(
+                    choices=choices, initial=column["field"], label=column["header"], required=False
+                )
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Each table with its bound fields, for the template."""
+        return [
+            {
+                "table": table,
+                "include": self[f"t{table['key']}_include"],
+                "columns": [
+                    {"column": column, "field": self[f"t{table['key']}_c{column['index']}"]}
+                    for column in table["columns"]
+                ],
+            }
+            for table in self.tables
+        ]
+
+    def chosen(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        return {
+            "tables": {
+                table["key"]: {
+                    "skip": not data.get(f"t{table['key']}_include"),
+                    # A column the post leaves out keeps the suggested field.
+                    "columns": {
+                        str(c["index"]): data.get(f"t{table['key']}_c{c['index']}") or c["field"]
+                        for c in table["columns"]
+                    },
+                }
+                for table in self.tables
+                if table["columns"]
+            }
+        }

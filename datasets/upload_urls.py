@@ -6,19 +6,22 @@ Names the dataset pages already link to once they exist (found with url_if_exist
   "status"             kwargs agent_id, dataset_id               extraction status polling partial
   "document_preview"   kwargs agent_id, dataset_id, document_id  preview dialog (htmx into #dialog-slot)
   "document_download"  kwargs agent_id, dataset_id, document_id
-Also: "upload" (POST of the new page), "document_view" (a PDF inline for the preview's
+Also: "mapping" / "mapping_cancel" (the mapping step, datasets/mapping_views.py),
+"upload" (POST of the new page), "document_view" (a PDF inline for the preview's
 <iframe>), "case_document_attach" / "case_document_detach" (documents on manual cases,
 the form in partials/case_documents.html).
 """
 
 from django.urls import URLPattern, path
 
-from datasets import upload_views
+from datasets import mapping_views, upload_views
 
 urlpatterns: list[URLPattern] = [
     path("new/", upload_views.dataset_new, name="new"),
     path("new/upload/", upload_views.dataset_upload, name="upload"),
     path("<int:dataset_id>/status/", upload_views.dataset_status, name="status"),
+    path("<int:dataset_id>/mapping/", mapping_views.dataset_mapping, name="mapping"),
+    path("<int:dataset_id>/mapping/cancel/", mapping_views.dataset_mapping_cancel, name="mapping_cancel"),
     path("<int:dataset_id>/documents/<int:document_id>/", upload_views.document_preview, name="document_preview"),
     path(
         "<int:dataset_id>/documents/<int:document_id>/download/",

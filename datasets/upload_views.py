@@ -107,8 +107,12 @@ def dataset_status(request: AuthedRequest, agent_id: int, dataset_id: int) -> Ht
     if dataset.is_settled:
         response.status_code = HTMX_STOP_POLLING
         if request.htmx and not request.htmx.history_restore_request:
-            # The poll saw the change: reload the page so the cases and actions appear with it.
-            response["HX-Refresh"] = "true"
+            if dataset.status == Dataset.Status.REVIEW:
+                # The file is read: the user's next step is the mapping page.
+                response["HX-Redirect"] = reverse("datasets:mapping", args=[agent.pk, dataset.pk])
+            else:
+                # The poll saw the change: reload the page so the cases and actions appear with it.
+                response["HX-Refresh"] = "true"
     return response
 
 

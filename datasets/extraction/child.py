@@ -30,19 +30,32 @@ SPREADSHEETS = ("xlsx", "xls", "csv")
 
 
 def extract(request: dict[str, Any]) -> dict[str, Any]:
+    """Read the file's cases. Tables follow request["mapping"] when given (the user's choice,
+    {"tables": {key: {"skip": bool, "columns": {"3": "question"}}}}), else the suggested plan;
+    the answer describes every table (header, field per column, first rows) for the mapping step."""
     from datasets.extraction import readers
     from datasets.extraction.dedupe import drop_exact
     from datasets.extraction.prose import labelled_cases
-    from datasets.extraction.tables import table_cases
+    from datasets.extraction.tables import describe, plan_from_choice, plan_table, table_cases
 
     file_type = request["file_type"]
+    chosen = (request.get("mapping") or {}).get("tables") or {}
     parsed = readers.read(request["path"], file_type)
     cases: list[dict[str, Any]] = []
+    described: list[dict[str, Any]] = []
     header_found = False
-    for table in parsed.tables:
-        result = table_cases(table)
-        cases.extend(result.cases)
-        header_found = header_found or result.header_found
+    for number, table in enumerate(parsed.tables):
+        key = str(number)
+        plan = plan_table(table)
+        header_found = header_found or not plan.skipped
+        choice = chosen.get(key)
+        if choice is not None:
+            plan = plan_from_choice(table, plan, {int(column): name for column, name in choice["columns"].items()})
+            if choice.get("skip"):
+                plan.skipped = "You chose to skip this table."
+        found = table_cases(table, plan)
+        described.append(describe(table, plan, key, len(found)))
+        cases.extend(found)
     methods = ["table"] if cases else []
     # The prose around the tables: PDFs keep their pages, Markdown its line numbers.
     prose: list[tuple[int | None, str]] = parsed.pages if file_type == "pdf" else [(None, parsed.text)]
@@ -53,18 +66,51 @@ def extract(request: dict[str, Any]) -> dict[str, Any]:
     if labelled:
         cases.extend(labelled)
         methods.append("labelled")
-    cases = drop_exact(cases)
+    kept = drop_exact(cases)
+    warnings = list(parsed.warnings) + _dropped_warnings(cases, kept)
+    kept_cases = kept[: request["max_cases"]]
     return {
         "ok": True,
         "method": "+".join(methods),
-        "cases": cases[: request["max_cases"]],
-        "total": len(cases),
+        "cases": kept_cases,
+        "total": len(kept),
         "header_found": header_found,
-        "tables": len(parsed.tables),
+        # Every table, for the mapping step (the user may map one that gave no case).
+        "tables": described,
+        "warnings": warnings + _grouped_case_warnings(kept_cases),
         # Prose no table or labelled block took: the model may still find rules to test in it.
         "pages": [(page, text) for page, text in leftover if text.strip()],
         "text": parsed.text,
     }
+
+
+def _dropped_warnings(cases: list[dict[str, Any]], kept: list[dict[str, Any]]) -> list[dict[str, str]]:
+    kept_ids = {id(case) for case in kept}
+    dropped = [case.get("location", "") for case in cases if id(case) not in kept_ids]
+    if not dropped:
+        return []
+    return [
+        {
+            "where": ", ".join(dropped[:10]) + (f" and {len(dropped) - 10} more" if len(dropped) > 10 else ""),
+            "message": f"{len(dropped)} row(s) repeat an earlier case exactly (same question and expected answer) "
+            "and were left out.",
+        }
+    ]
+
+
+def _grouped_case_warnings(cases: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """One dataset warning per message, naming every row it concerns (cases keep their own)."""
+    grouped: dict[str, list[str]] = {}
+    for case in cases:
+        for message in case.get("warnings", []):
+            grouped.setdefault(message, []).append(case.get("location", ""))
+    return [
+        {
+            "where": ", ".join(places[:10]) + (f" and {len(places) - 10} more" if len(places) > 10 else ""),
+            "message": message if len(places) == 1 else f"{len(places)} cases: {message}",
+        }
+        for message, places in grouped.items()
+    ]
 
 
 def preview(request: dict[str, Any]) -> dict[str, Any]:

@@ -15,12 +15,13 @@ import re
 from dataclasses import dataclass, field
 
 from datasets.extraction.errors import ExtractionFailed
-from datasets.extraction.tables import MAX_FIELD_CHARS, Table, cell_text
+from datasets.extraction.tables import Table, cell_text, column_letter
 
 MAX_ROWS_PER_FILE = 50_000
 MAX_PAGES = 3_000
 MAX_TEXT_CHARS = 5_000_000
 MAX_MERGED_RANGES = 20_000
+MAX_CSV_FIELD_CHARS = 20_000_000  # a cell longer than the 10 MB upload limit cannot exist
 
 
 @dataclass
@@ -29,6 +30,8 @@ class Parsed:
     # Prose in reading order: (page number or None, text). Tables are not repeated here.
     pages: list[tuple[int | None, str]] = field(default_factory=list)
     text: str = ""  # the whole document as plain text, for Document.text (pages split by \f)
+    # What the reader changed or doubts, for the whole file: [{"where": "lines 3, 9", "message": ...}].
+    warnings: list[dict[str, str]] = field(default_factory=list)
 
 
 def read(path: str, file_type: str) -> Parsed:
@@ -49,7 +52,15 @@ def read(path: str, file_type: str) -> Parsed:
 def read_xlsx(path: str) -> Parsed:
     import openpyxl
     from openpyxl.worksheet._read_only import ReadOnlyWorksheet
-    from openpyxl.worksheet._reader import WorkSheetParser
+    from openpyxl.worksheet._reader import FORMULA_TAG, WorkSheetParser
+
+    class Parser(WorkSheetParser):
+        # data_only gives None for a formula Excel never calculated: remember which cells those were.
+        def parse_cell(self, element: object) -> dict:
+            cell = super().parse_cell(element)
+            if cell["value"] is None and element.find(FORMULA_TAG) is not None:  # type: ignore[attr-defined]
+                cell["no_value"] = True
+            return cell
 
     # openpyxl only guards against billion-laughs and XXE through defusedxml.
     if not openpyxl.DEFUSEDXML:
@@ -65,7 +76,7 @@ def read_xlsx(path: str) -> Parsed:
             # WorkSheetParser yields only the cells present in the XML, unlike iter_rows(),
             # which pads every row to the (untrusted) sheet dimension.
             with sheet._get_source() as source:
-                parser = WorkSheetParser(
+                parser = Parser(
                     source,
                     sheet._shared_strings,
                     data_only=True,
@@ -75,6 +86,9 @@ def read_xlsx(path: str) -> Parsed:
                 )
                 for row_number, cells in parser.parse():
                     values = {cell["column"]: cell_text(cell["value"]) for cell in cells}
+                    table.formulas_without_value.update(
+                        (row_number, cell["column"]) for cell in cells if cell.get("no_value")
+                    )
                     values = {column: text for column, text in values.items() if text.strip()}
                     if values:
                         table.rows.append((row_number, values))
@@ -107,12 +121,15 @@ def _fill_merged(table: Table, ranges: list[tuple[int, int, int, int]]) -> None:
         value = by_number.get(min_row, {}).get(min_col)
         if not value:
             continue
+        name = f"{column_letter(min_col)}{min_row}:{column_letter(max_col)}{max_row}"
         start, end = bisect.bisect_left(numbers, min_row), bisect.bisect_right(numbers, max_row)
         columns = used_columns[bisect.bisect_left(used_columns, min_col) : bisect.bisect_right(used_columns, max_col)]
         for number in numbers[start:end]:
             cells = by_number[number]
             for column in columns:
-                cells.setdefault(column, value)
+                if column not in cells:
+                    cells[column] = value
+                    table.spread[(number, column)] = name
 
 
 def read_xls(path: str) -> Parsed:
@@ -173,22 +190,52 @@ def _xls_cell_text(cell: object, datemode: int) -> str:
 
 
 def read_csv(path: str) -> Parsed:
-    text = _read_text(path)
+    text, warnings, bad_lines = _read_text(path)
     table = Table(label="")
-    csv.field_size_limit(MAX_FIELD_CHARS * 4)
-    reader = csv.reader(io.StringIO(text), delimiter=_delimiter(text[:65_536]))
+    csv.field_size_limit(MAX_CSV_FIELD_CHARS)
+    delimiter = _delimiter(text[:65_536])
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    previous_line = 0
+    header_width = 0
     try:
         for record in reader:
+            first_line, last_line = previous_line + 1, reader.line_num
+            previous_line = last_line
             values = {index + 1: value for index, value in enumerate(record) if value.strip()}
-            if values:
-                table.rows.append((reader.line_num, values))
+            if not values:
+                continue
+            header_width = header_width or len(record)
+            table.rows.append((last_line, values))
+            table.widths[last_line] = len(record)
+            notes = table.notes.setdefault(last_line, [])
+            if any(first_line <= line <= last_line for line in bad_lines):
+                notes.append("This row had bytes that are not valid in the file's encoding (see the file warnings).")
+            swallowed = _swallowed_lines(record, delimiter, header_width)
+            if swallowed:
+                message = (
+                    f"A quoted cell opened on line {first_line} runs to line {last_line} and holds {swallowed} lines "
+                    "that look like rows of their own: a closing quote is probably missing."
+                )
+                notes.append(message)
+                warnings.append({"where": f"lines {first_line}-{last_line}", "message": message})
             if len(table.rows) >= MAX_ROWS_PER_FILE:
                 break
     except csv.Error as exc:
         raise ExtractionFailed(
             f"The CSV file is malformed near line {reader.line_num}: fix it and upload again."
         ) from exc
-    return Parsed(tables=[table], text=text[:MAX_TEXT_CHARS])
+    return Parsed(tables=[table], text=text[:MAX_TEXT_CHARS], warnings=warnings)
+
+
+def _swallowed_lines(record: list[str], delimiter: str, width: int) -> int:
+    """How many lines inside this record's multi-line cells look like whole CSV rows."""
+    if width < 2:
+        return 0
+    count = 0
+    for value in record:
+        if "\n" in value:
+            count += sum(1 for line in value.split("\n")[1:] if line.count(delimiter) >= width - 1)
+    return count
 
 
 def _delimiter(sample: str) -> str:
@@ -233,18 +280,61 @@ def _tables_text(tables: list[Table]) -> str:
 _TABLE_DELIMITER = re.compile(r"^\s*\|?\s*:?-{1,}:?\s*(\|\s*:?-{1,}:?\s*)*\|?\s*$")
 
 
-def _read_text(path: str) -> str:
+def _read_text(path: str) -> tuple[str, list[dict[str, str]], list[int]]:
+    """The file's text, what was changed to read it, and the lines with invalid bytes."""
     with open(path, "rb") as handle:
         raw = handle.read()
+    warnings: list[dict[str, str]] = []
+    nuls = raw.count(b"\x00")
+    if nuls:
+        lines = [number for number, line in enumerate(raw.split(b"\n"), start=1) if b"\x00" in line]
+        warnings.append(
+            {
+                "where": _lines_label(lines),
+                "message": f"The file held {nuls:,} NUL bytes (invisible control characters, often left by a "
+                "broken export); they were removed and the text read as it is.",
+            }
+        )
+        raw = raw.replace(b"\x00", b"")
     try:
-        return raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig"), warnings, []
     except UnicodeDecodeError:
-        # Excel on Windows saves CSV in the ANSI code page.
-        return raw.decode("cp1252", errors="replace")
+        pass
+    bad_lines = []
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            bad_lines.append(number)
+    # Valid multi-byte UTF-8 elsewhere means a UTF-8 file with a few damaged bytes;
+    # none means a file saved in the ANSI code page, as Excel on Windows does.
+    utf8_lines = sum(1 for line in raw.split(b"\n") if re.search(rb"[\xc2-\xf4][\x80-\xbf]", line))
+    if utf8_lines > len(bad_lines):
+        text = raw.decode("utf-8-sig", errors="replace")
+        message = (
+            "Some bytes are not valid UTF-8 and were replaced with “\ufffd”. They look like Windows-1252 (Western "
+            "European) text pasted into a UTF-8 file: check these lines, or save the file as CSV UTF-8."
+        )
+    else:
+        text = raw.decode("cp1252", errors="replace")
+        message = (
+            "The file is not UTF-8, so it was read as Windows-1252 (Western European), the encoding Excel uses on "
+            "Windows. If accented letters look wrong on these lines, save the file as “CSV UTF-8” and upload it again."
+        )
+    warnings.append({"where": _lines_label(bad_lines), "message": message})
+    return text, warnings, bad_lines
+
+
+def _lines_label(lines: list[int]) -> str:
+    if not lines:
+        return ""
+    shown = ", ".join(str(line) for line in lines[:10])
+    more = f" and {len(lines) - 10} more" if len(lines) > 10 else ""
+    return f"{'line' if len(lines) == 1 else 'lines'} {shown}{more}"
 
 
 def read_markdown(path: str) -> Parsed:
-    text = _read_text(path)
+    text, warnings, _ = _read_text(path)
     lines = text.splitlines()
     tables: list[Table] = []
     prose: list[str] = []
@@ -272,7 +362,7 @@ def read_markdown(path: str) -> Parsed:
     for table in tables:
         table.rows = [(number, cells) for number, cells in table.rows if cells]
     prose_text = "\n".join(prose) if any(line.strip() for line in prose) else ""
-    return Parsed(tables=tables, pages=[(None, prose_text)], text=text[:MAX_TEXT_CHARS])
+    return Parsed(tables=tables, pages=[(None, prose_text)], text=text[:MAX_TEXT_CHARS], warnings=warnings)
 
 
 def _markdown_cells(line: str) -> dict[int, str]:

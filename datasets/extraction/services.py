@@ -8,7 +8,7 @@ dataset_extract_fail   settle a dataset as Failed with a reason a QA person can 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
 from typing import Any
@@ -49,6 +49,9 @@ class Extraction:
     cases: list[dict[str, Any]]
     notice: str
     text: str
+    warnings: list[dict[str, str]] = field(default_factory=list)
+    # Set when the user must confirm the mapping (or the case limit) before cases are created.
+    review: dict[str, Any] | None = None
 
 
 def dataset_upload_create(
@@ -176,37 +179,81 @@ def _claim(dataset_id: int) -> Dataset | None:
 def _extract(dataset: Dataset, document: Document) -> Extraction:
     limit = settings.EVALSITE_MAX_CASES_PER_DOCUMENT
     _recheck(document)
-    answer = sandbox.run(
-        {"mode": "extract", "path": document.file.path, "file_type": document.file_type, "max_cases": limit},
+    state = dataset.mapping or {}
+    answer = parse_document(document, chosen=state.get("chosen"))
+    return extraction_from_answer(answer, state=state, limit=limit, file_type=document.file_type, trace=dataset.pk)
+
+
+def parse_document(document: Document, *, chosen: dict[str, Any] | None) -> dict[str, Any]:
+    """The sandboxed parse of a stored document (with the user's mapping, when there is one)."""
+    return parse_path(document.file.path, document.file_type, chosen=chosen)
+
+
+def parse_path(path: str, file_type: str, *, chosen: dict[str, Any] | None) -> dict[str, Any]:
+    return sandbox.run(
+        {
+            "mode": "extract",
+            "path": path,
+            "file_type": file_type,
+            "max_cases": settings.EVALSITE_MAX_CASES_PER_DOCUMENT,
+            "mapping": chosen,
+        },
         timeout=settings.EVALSITE_PARSE_TIMEOUT,
         memory_mb=settings.EVALSITE_PARSE_MEMORY_MB,
     )
+
+
+def extraction_from_answer(
+    answer: dict[str, Any], *, state: dict[str, Any], limit: int, file_type: str, trace: Any = None
+) -> Extraction:
+    """What the parse means for the dataset: cases to create, or a mapping step for the user first.
+
+    Tables always go through the mapping step; other files only when they hold more
+    cases than the limit. After the user confirmed (state["chosen"]), cases are created.
+    """
     cases, total = answer["cases"], answer["total"]
     pages = [(page, text) for page, text in answer["pages"] if text.strip()]
     if cases:
+        confirmed = "chosen" in state
+        over = total > limit
+        from_table = "table" in answer["method"].split("+")
+        if not confirmed and (from_table or over) or (confirmed and over and not state["keep_first"]):
+            review = {
+                "method": answer["method"],
+                "total": total,
+                "limit": limit,
+                "tables": answer["tables"],
+                "warnings": answer["warnings"],
+                "problem": (
+                    f"With this mapping the file has {total} test cases, more than the {limit} that can be kept."
+                    if confirmed
+                    else ""
+                ),
+            }
+            return Extraction(cases=[], notice="", text=answer["text"], review=review)
         notice = ""
-        if total > limit:
+        if over:
             notice = (
                 f"The document has {total} test cases; the limit is {limit} per document, "
                 f"so the first {limit} were kept."
             )
-        elif _has_rules_left(document.file_type, pages):
-            cases = _with_prose_cases(dataset, cases, pages, limit, document.file_type, answer["text"])
-        return Extraction(cases=cases, notice=notice, text=answer["text"])
+        elif _has_rules_left(file_type, pages):
+            cases = _with_prose_cases(trace, cases, pages, limit, file_type, answer["text"])
+        return Extraction(cases=cases, notice=notice, text=answer["text"], warnings=answer["warnings"])
     if not pages:
-        raise ExtractionFailed(_nothing_found(document.file_type, answer, has_text=False))
-    if document.file_type in SPREADSHEETS and not llm.is_configured("llm"):
+        raise ExtractionFailed(_nothing_found(file_type, answer, has_text=False))
+    if file_type in SPREADSHEETS and not llm.is_configured("llm"):
         # A sheet without a question column: say that, not "a model is needed".
-        raise ExtractionFailed(_nothing_found(document.file_type, answer, has_text=True))
-    found = extract_with_model(pages, max_cases=limit, trace={"dataset": dataset.pk})
+        raise ExtractionFailed(_nothing_found(file_type, answer, has_text=True))
+    found = extract_with_model(pages, max_cases=limit, trace={"dataset": trace})
     if not found.cases:
-        raise ExtractionFailed(_nothing_found(document.file_type, answer, has_text=True))
-    if document.file_type == "md":
+        raise ExtractionFailed(_nothing_found(file_type, answer, has_text=True))
+    if file_type == "md":
         _locate_lines(found.cases, answer["text"])
     notice = ""
     if found.more_than_limit:
         notice = f"The document describes more than {limit} test cases; the first {limit} were kept."
-    return Extraction(cases=found.cases, notice=notice, text=answer["text"])
+    return Extraction(cases=found.cases, notice=notice, text=answer["text"], warnings=answer["warnings"])
 
 
 def _has_rules_left(file_type: str, pages: list[tuple[int | None, str]]) -> bool:
@@ -218,7 +265,7 @@ def _has_rules_left(file_type: str, pages: list[tuple[int | None, str]]) -> bool
 
 
 def _with_prose_cases(
-    dataset: Dataset,
+    trace: Any,
     cases: list[dict[str, Any]],
     pages: list[tuple[int | None, str]],
     limit: int,
@@ -228,7 +275,7 @@ def _with_prose_cases(
     """The cases read without a model, then those the model finds in the prose around them."""
     from datasets.extraction.dedupe import NearDuplicates
 
-    found = extract_with_model(pages, max_cases=limit, trace={"dataset": dataset.pk})
+    found = extract_with_model(pages, max_cases=limit, trace={"dataset": trace})
     seen = NearDuplicates()
     for case in cases:
         seen.is_new(case["question"])
@@ -294,7 +341,14 @@ def _save(*, dataset_id: int, document: Document, extraction: Extraction) -> Non
         dataset = Dataset.objects.select_for_update().filter(pk=dataset_id, status=Dataset.Status.EXTRACTING).first()
         if dataset is None:
             return  # deleted while we read, or another delivery of this job settled it
-        rows = _case_rows(extraction.cases, document, attach=dataset.agent_reads_source)
+        Document.objects.filter(pk=document.pk).update(text=extraction.text)
+        if extraction.review is not None:
+            # Nothing is created until the user confirms the mapping (mapping.dataset_mapping_confirm).
+            dataset.status, dataset.mapping = Dataset.Status.REVIEW, {**dataset.mapping, **extraction.review}
+            dataset.mapping.pop("chosen", None)
+            dataset.save(update_fields=["status", "mapping", "updated_at"])
+            return
+        rows = case_rows(extraction.cases, document, attach=dataset.agent_reads_source)
         try:
             case_bulk_create(dataset=dataset, cases=rows)
         except ValidationError as exc:
@@ -302,14 +356,24 @@ def _save(*, dataset_id: int, document: Document, extraction: Extraction) -> Non
             dataset.status, dataset.failure_reason = Dataset.Status.FAILED, _refused_reason(exc)
             dataset.save(update_fields=["status", "failure_reason", "updated_at"])
             return
-        Document.objects.filter(pk=document.pk).update(text=extraction.text)
         dataset.status, dataset.notice, dataset.failure_reason = Dataset.Status.READY, extraction.notice, ""
-        dataset.save(update_fields=["status", "notice", "failure_reason", "updated_at"])
+        dataset.warnings = file_warnings(extraction.warnings, document.original_name)
+        dataset.save(update_fields=["status", "notice", "failure_reason", "warnings", "updated_at"])
 
 
-def _case_rows(cases: list[dict[str, Any]], document: Document, *, attach: bool) -> list[dict[str, Any]]:
-    """The cases' fields with the upload as their source; attached too only when the team chose
-    to let the agent read it (it then reads the expected answers as well)."""
+def file_warnings(warnings: list[dict[str, str]], file_name: str) -> list[dict[str, str]]:
+    """The parse's warnings, each naming the file as well as the sheet/row/page."""
+    return [
+        {"where": f"{file_name}, {item['where']}" if item.get("where") else file_name, "message": item["message"]}
+        for item in warnings
+    ]
+
+
+def case_rows(
+    cases: list[dict[str, Any]], document: Document | None, *, file_name: str = "", attach: bool = False
+) -> list[dict[str, Any]]:
+    """Parsed cases as case fields with the upload (when stored) as their source; attached too
+    only when the team chose to let the agent read it (it then reads the expected answers as well)."""
     rows = []
     used_ids: set[str] = set()
     for case in cases:
@@ -325,11 +389,13 @@ def _case_rows(cases: list[dict[str, Any]], document: Document, *, attach: bool)
                 "judge_guideline": case.get("judge_guideline", ""),
                 "tags": case.get("tags", []),
                 "tests_rule": case.get("tests_rule", ""),
-                "source_file": document.original_name,
+                "source_file": document.original_name if document else file_name,
                 "source_location": case.get("location", "")[:100],
                 "source_span": case.get("span", ""),
                 "source_document": document,
-                "documents": [document] if attach else [],
+                "documents": [document] if attach and document is not None else [],
+                "metadata": case.get("metadata", {}),
+                "import_warnings": case.get("warnings", []),
             }
         )
     return rows

@@ -2,9 +2,18 @@
 
 A table is rows of sparse cells ({column number: text}) with the row numbers the
 user sees. The header row is found among the first rows (test plans often start
-with a title, a date and a blank line), by matching cells against synonyms. Each
-later row with a question becomes a case; a row that repeats a header starts a
-new table within the same sheet.
+with a title, a date and a blank line), by matching cells against synonyms. When
+several columns could be the question (Scenario, Title, Test case, Question...),
+they are ranked by how strongly the header names a question and by what the
+column holds: sentence-like, question- or request-shaped text beats short labels
+repeated across rows. The result is a *plan* per table (header row, a field per
+column) that the user confirms or changes before any case is created
+(mapping.py); each later row with a question becomes a case, and a row that
+repeats the header starts a new table within the same sheet.
+
+Columns mapped to no field are kept on the case as metadata ({header: text}).
+Everything doubtful about a row (a cell cut, an empty expected answer, a merged
+value copied, a formula without a value) becomes a warning on that case.
 """
 
 from __future__ import annotations
@@ -14,91 +23,135 @@ from dataclasses import dataclass, field
 from typing import Any
 
 HEADER_SEARCH_ROWS = 30
-MAX_QUESTION_CHARS = 20_000
-MAX_FIELD_CHARS = 50_000
+# The database keeps any text field up to this (datasets.services.MAX_TEXT_CHARS).
+MAX_TEXT_CHARS = 200_000
+MAX_CASE_ID_CHARS = 100
+MAX_TAG_CHARS = 50
+MAX_TAGS = 20
+MAX_METADATA_CHARS = 10_000
+PREVIEW_ROWS = 5
+PREVIEW_CELL_CHARS = 160
+CONTENT_SAMPLE_ROWS = 60
 
-# Normalised header text -> case field. Normalising lower-cases, drops punctuation
-# and parentheses, and collapses spaces, so "Expected Answer:" and "expected_answer" match.
-SYNONYMS: dict[str, set[str]] = {
-    "question": {
-        "question",
-        "questions",
-        "prompt",
-        "prompts",
-        "input",
-        "inputs",
-        "query",
-        "queries",
-        "scenario",
-        "scenarios",
-        "user question",
-        "user input",
-        "user message",
-        "user prompt",
-        "user query",
-        "test question",
-        "test input",
-        "test prompt",
-        "test case",
-        "test scenario",
-        "utterance",
-        "request",
-        "customer question",
-        "ask",
-        "q",
+# The fields a column can feed; "metadata" keeps the text on the case, "ignore" drops it.
+FIELDS = ("question", "expected_answer", "document_context", "tags", "case_id", "judge_guideline", "metadata", "ignore")
+FIELD_LABELS = {
+    "question": "Question",
+    "expected_answer": "Expected answer",
+    "document_context": "Context",
+    "tags": "Tags",
+    "case_id": "Case id",
+    "judge_guideline": "Judge guideline",
+    "metadata": "Keep as metadata",
+    "ignore": "Ignore",
+}
+_SINGLE_FIELDS = ("question", "expected_answer", "document_context", "case_id", "judge_guideline")
+
+# Normalised header text -> (case field, strength). Normalising lower-cases, drops
+# punctuation and parentheses, and collapses spaces, so "Expected Answer:" and
+# "expected_answer" match. Strength ranks columns that could feed the same field:
+# "Question" (3) beats "Scenario" (1) wherever the two stand.
+_STRONG_QUESTION = {
+    "question",
+    "questions",
+    "prompt",
+    "prompts",
+    "input",
+    "inputs",
+    "query",
+    "queries",
+    "user question",
+    "user input",
+    "user message",
+    "user prompt",
+    "user query",
+    "user utterance",
+    "test question",
+    "test input",
+    "test prompt",
+    "utterance",
+    "customer question",
+    "customer message",
+    "message",
+    "request",
+    "ask",
+}
+_WEAK_QUESTION = {
+    "scenario",
+    "scenarios",
+    "test case",
+    "test cases",
+    "test scenario",
+    "title",
+    "test title",
+    "case",
+    "steps",
+    "test steps",
+}
+_STRONG_EXPECTED = {
+    "expected answer",
+    "expected answers",
+    "expected output",
+    "expected outputs",
+    "expected response",
+    "expected result",
+    "expected results",
+    "expected",
+    "ideal answer",
+    "ideal response",
+    "ideal output",
+    "reference answer",
+    "ground truth",
+    "gold answer",
+    "correct answer",
+    "target answer",
+    "expected behaviour",
+    "expected behavior",
+}
+_WEAK_EXPECTED = {"answer", "answers", "reference", "target", "response", "output"}
+SYNONYMS: dict[str, dict[str, int]] = {
+    "question": {**{s: 1 for s in _WEAK_QUESTION}, **{s: 3 for s in _STRONG_QUESTION}, "q": 2},
+    "expected_answer": {**{s: 2 for s in _WEAK_EXPECTED}, **{s: 3 for s in _STRONG_EXPECTED}, "a": 1},
+    "case_id": {
+        s: 3 for s in ("id", "case id", "test id", "test case id", "tc id", "tc", "no", "number", "nr", "key", "ref")
     },
-    "expected_answer": {
-        "expected answer",
-        "expected answers",
-        "expected output",
-        "expected outputs",
-        "expected response",
-        "expected result",
-        "expected results",
-        "expected",
-        "ideal answer",
-        "ideal response",
-        "ideal output",
-        "answer",
-        "answers",
-        "reference answer",
-        "reference",
-        "ground truth",
-        "gold answer",
-        "correct answer",
-        "target",
-        "target answer",
-        "expected behaviour",
-        "expected behavior",
-        "response",
-        "output",
-        "a",
-    },
-    "case_id": {"id", "case id", "test id", "test case id", "tc id", "tc", "no", "number", "nr", "key", "ref"},
     "document_context": {
-        "context",
-        "document context",
-        "retrieval context",
-        "supporting text",
-        "source text",
-        "knowledge",
-        "background",
+        s: 3
+        for s in (
+            "context",
+            "document context",
+            "retrieval context",
+            "supporting text",
+            "source text",
+            "knowledge",
+            "background",
+        )
     },
-    "tags": {"tags", "tag", "labels", "label", "category", "categories", "topic", "area"},
+    "tags": {s: 3 for s in ("tags", "tag", "labels", "label", "category", "categories", "topic", "area")},
     "judge_guideline": {
-        "guideline",
-        "guidelines",
-        "judge guideline",
-        "grading notes",
-        "grading guideline",
-        "evaluation notes",
-        "rubric",
-        "criteria",
-        "notes for judge",
+        s: 3
+        for s in (
+            "guideline",
+            "guidelines",
+            "judge guideline",
+            "grading notes",
+            "grading guideline",
+            "evaluation notes",
+            "rubric",
+            "criteria",
+            "notes for judge",
+        )
     },
 }
-_LOOKUP = {synonym: name for name, synonyms in SYNONYMS.items() for synonym in synonyms}
-_QUESTION_WORDS = {"question", "prompt", "input", "query", "scenario", "utterance"}
+_LOOKUP = {synonym: (name, strength) for name, synonyms in SYNONYMS.items() for synonym, strength in synonyms.items()}
+_QUESTION_WORDS = {"question", "prompt", "input", "query", "utterance"}
+_REQUEST_START = re.compile(
+    r"^(how|what|when|where|why|who|which|can|could|would|will|is|are|do|does|did|should|may|please|i |i'm|"
+    r"my |we |tell|show|give|list|explain|help|find|create|cancel|reset|book|send|write|summari[sz]e)",
+    re.IGNORECASE,
+)
+_NOT_CASES = re.compile(r"glossary|change ?log|changes|history|revision|tools?\b|definitions|legend|readme|about")
+_FORMULA_AFTER_SPACE = re.compile(r"^[ \t]+[=+\-@]")
 
 
 @dataclass
@@ -108,15 +161,35 @@ class Table:
     label: str  # "Sheet1", "Table 2", "" for a CSV
     rows: list[tuple[int, dict[int, str]]] = field(default_factory=list)
     unit: str = "row"  # Markdown tables count lines of the file
+    # What the reader noticed, by (row number, column): a merged range's value copied
+    # here ("B2:B3"), a formula with no cached value; and CSV rows' field counts.
+    spread: dict[tuple[int, int], str] = field(default_factory=dict)
+    formulas_without_value: set[tuple[int, int]] = field(default_factory=set)
+    widths: dict[int, int] = field(default_factory=dict)
+    notes: dict[int, list[str]] = field(default_factory=dict)  # row number -> reader warnings for that row
 
     def location(self, row_number: int) -> str:
         return f"{self.label} {self.unit} {row_number}".strip()
 
+    def rows_location(self, numbers: list[int]) -> str:
+        shown = ", ".join(str(n) for n in numbers[:10])
+        more = f" and {len(numbers) - 10} more" if len(numbers) > 10 else ""
+        unit = self.unit if len(numbers) == 1 else f"{self.unit}s"
+        return f"{self.label} {unit} {shown}{more}".strip()
+
 
 @dataclass
-class TableResult:
-    cases: list[dict[str, Any]]
-    header_found: bool
+class Plan:
+    """How one table becomes cases: the header row and a field per column."""
+
+    header_index: int | None  # index into table.rows
+    columns: dict[int, str]  # column -> field (FIELDS)
+    headers: dict[int, str]
+    skipped: str = ""  # why the table holds no cases, "" when it does
+
+    @property
+    def question_column(self) -> int | None:
+        return next((column for column, name in self.columns.items() if name == "question"), None)
 
 
 def normalise_header(text: str) -> str:
@@ -125,8 +198,8 @@ def normalise_header(text: str) -> str:
     return " ".join(text.split())
 
 
-def header_field(text: str) -> str | None:
-    """The case field a header cell names, or None."""
+def header_field(text: str) -> tuple[str, int] | None:
+    """The case field a header cell names and how strongly, or None."""
     key = normalise_header(text)
     if not key or len(key) > 60:
         return None
@@ -138,69 +211,217 @@ def header_field(text: str) -> str | None:
     if len(key.split()) > 5 or any(ch.isdigit() for ch in key):
         return None
     if "expected" in words or "ideal" in words:
-        return "expected_answer"
+        return ("expected_answer", 2)
     if words & _QUESTION_WORDS:
-        return "question"
+        return ("question", 2)
     return None
 
 
-def header_mapping(cells: dict[int, str]) -> dict[str, int] | None:
-    """{field: column} when this row is a header (it names a question column), else None."""
-    mapping: dict[str, int] = {}
-    for column in sorted(cells):
-        name = header_field(cells[column])
-        if name and name not in mapping:
-            mapping[name] = column
-    # "A" and "Q" alone are too weak to make a header without each other.
-    if "question" not in mapping:
-        return None
-    if normalise_header(cells[mapping["question"]]) == "q" and "expected_answer" not in mapping:
-        return None
-    return mapping
+def _is_header(cells: dict[int, str]) -> bool:
+    """A row is a header when it names a question column ("Q" only together with an answer column)."""
+    hits = {column: header_field(text) for column, text in cells.items()}
+    names = {hit[0] for hit in hits.values() if hit}
+    if "question" not in names:
+        return False
+    only_q = all(normalise_header(cells[c]) == "q" for c, hit in hits.items() if hit and hit[0] == "question")
+    return not only_q or "expected_answer" in names
 
 
-def table_cases(table: Table) -> TableResult:
-    """The cases one table holds, each with its provenance."""
+def plan_table(table: Table) -> Plan:
+    """The suggested plan: the first header row, then the best column for each field."""
+    header_index = next(
+        (index for index, (_, cells) in enumerate(table.rows[:HEADER_SEARCH_ROWS]) if _is_header(cells)), None
+    )
+    if header_index is None:
+        return _unmapped_plan(table)
+    headers = dict(table.rows[header_index][1])
+    data = [cells for _, cells in table.rows[header_index + 1 : header_index + 1 + CONTENT_SAMPLE_ROWS]]
+    columns = {column: "metadata" for column in sorted(headers)}
+    candidates: dict[str, list[tuple[float, int]]] = {}
+    for column, text in headers.items():
+        hit = header_field(text)
+        if hit:
+            name, strength = hit
+            score = strength * 10 + (_content_score([row.get(column, "") for row in data]) if name == "question" else 0)
+            candidates.setdefault(name, []).append((score, -column))
+    for name, ranked in candidates.items():
+        ranked.sort(reverse=True)
+        best = -ranked[0][1]
+        columns[best] = name
+        if name == "tags":
+            for _, column in ranked[1:]:
+                columns[-column] = "tags"
+    plan = Plan(header_index=header_index, columns=columns, headers=headers)
+    if not any(row.get(plan.question_column or 0, "").strip() for row in data):
+        plan.skipped = f"The “{headers[plan.question_column or 0]}” column is empty."
+    return plan
+
+
+def _unmapped_plan(table: Table) -> Plan:
+    """No header names a question: list the first row that looks like a header so the user can map it."""
+    index = next((i for i, (_, cells) in enumerate(table.rows[:HEADER_SEARCH_ROWS]) if len(cells) >= 2), None)
+    if index is None:
+        reason = "No table: the sheet has no row with two or more cells." if table.rows else "The sheet is empty."
+        return Plan(header_index=None, columns={}, headers={}, skipped=reason)
+    headers = dict(table.rows[index][1])
+    shown = ", ".join(text[:40] for _, text in sorted(headers.items())[:8])
+    kind = _NOT_CASES.search(table.label.lower())
+    what = f"It looks like a {kind.group(0)} sheet, not test cases: no" if kind else "No"
+    reason = f"{what} column names a question (headers: {shown})."
+    return Plan(header_index=index, columns=dict.fromkeys(sorted(headers), "metadata"), headers=headers, skipped=reason)
+
+
+def _content_score(values: list[str]) -> float:
+    """0-6: how much a column's cells read like questions or requests rather than labels."""
+    filled = [value.strip() for value in values if value.strip()]
+    if not filled:
+        return -20.0  # an empty column is never the question while another has text
+    words = sum(len(value.split()) for value in filled) / len(filled)
+    shaped = sum(1 for value in filled if value.endswith("?") or _REQUEST_START.match(value)) / len(filled)
+    distinct = len(set(filled)) / len(filled)
+    return min(words, 12) / 4 + shaped * 2 + distinct
+
+
+def plan_from_choice(table: Table, suggested: Plan, choice: dict[int, str]) -> Plan:
+    """The user's mapping for a table (columns they did not mention keep the suggestion)."""
+    columns = {**suggested.columns, **{column: name for column, name in choice.items() if column in suggested.headers}}
+    plan = Plan(header_index=suggested.header_index, columns=columns, headers=suggested.headers)
+    if plan.question_column is None:
+        plan.skipped = "No column is mapped to the question."
+    return plan
+
+
+def table_cases(table: Table, plan: Plan) -> list[dict[str, Any]]:
+    """The cases one table holds under `plan`, each with its provenance, metadata and warnings."""
+    if plan.skipped or plan.header_index is None or plan.question_column is None:
+        return []
     cases: list[dict[str, Any]] = []
-    mapping: dict[str, int] | None = None
-    for index, (row_number, cells) in enumerate(table.rows):
-        candidate = header_mapping(cells) if (mapping is None and index < HEADER_SEARCH_ROWS) or mapping else None
-        if candidate and (mapping is None or _repeats_header(cells, candidate)):
-            mapping = candidate
+    header_width = table.widths.get(table.rows[plan.header_index][0])
+    question_header = normalise_header(plan.headers[plan.question_column])
+    for row_number, cells in table.rows[plan.header_index + 1 :]:
+        if normalise_header(cells.get(plan.question_column, "")) == question_header:
+            continue  # the header again: a second table in the same sheet
+        case = _row_case(table, row_number, cells, plan)
+        if case is None:
             continue
-        if mapping is None:
-            continue
-        case = _row_case(cells, mapping)
-        if case:
-            case["location"] = table.location(row_number)
-            cases.append(case)
-    return TableResult(cases=cases, header_found=mapping is not None)
+        case["warnings"].extend(table.notes.get(row_number, []))
+        width = table.widths.get(row_number)
+        if header_width and width and width != header_width:
+            case["warnings"].append(
+                f"The row has {width} fields but the header has {header_width}; check the cells were read "
+                "into the right columns."
+            )
+        cases.append(case)
+    return cases
 
 
-def _repeats_header(cells: dict[int, str], mapping: dict[str, int]) -> bool:
-    # A second header inside a sheet: its question cell is exactly a header name.
-    return _LOOKUP.get(normalise_header(cells.get(mapping["question"], ""))) == "question"
-
-
-def _row_case(cells: dict[int, str], mapping: dict[str, int]) -> dict[str, Any] | None:
-    question = cells.get(mapping["question"], "").strip()
-    if not question:
+def _row_case(table: Table, row_number: int, cells: dict[int, str], plan: Plan) -> dict[str, Any] | None:
+    question_column = plan.question_column
+    assert question_column is not None
+    if not cells.get(question_column, "").strip():
         return None
+    warnings: list[str] = []
+    case: dict[str, Any] = {field: "" for field in _SINGLE_FIELDS}
+    case.update(tags=[], metadata={}, span="", location=table.location(row_number), warnings=warnings)
+    for column, name in plan.columns.items():
+        raw = cells.get(column, "")
+        header = plan.headers.get(column, f"column {column}")
+        if name == "ignore":
+            continue
+        if (row_number, column) in table.formulas_without_value and name != "metadata":
+            warnings.append(
+                f"The “{header}” cell is a formula with no saved value, so it was read as empty. Open the file "
+                "in Excel or LibreOffice, save it, and upload it again."
+            )
+        if not raw.strip():
+            continue
+        if name != "metadata" and _FORMULA_AFTER_SPACE.match(raw):
+            warnings.append(
+                f"The “{header}” cell starts with a space or tab before “{raw.lstrip()[0]}”; the space was removed. "
+                "Exports prefix such cells with ' so spreadsheets do not run them as formulas."
+            )
+        if (row_number, column) in table.spread and name != "metadata":
+            warnings.append(
+                f"The “{header}” value comes from the merged cells {table.spread[(row_number, column)]}: "
+                "it was copied to every row of the range."
+            )
+        text = raw.strip()
+        if name == "metadata":
+            case["metadata"][header[:100]] = text[:MAX_METADATA_CHARS]
+        elif name == "tags":
+            case["tags"].extend(_tags(text, header, warnings))
+        else:
+            limit = MAX_CASE_ID_CHARS if name == "case_id" else MAX_TEXT_CHARS
+            if len(text) > limit:
+                warnings.append(
+                    f"The “{header}” cell has {len(text):,} characters; only the first {limit:,} were kept."
+                )
+                text = text[:limit]
+            case[name] = text
+    if len(case["tags"]) > MAX_TAGS:
+        warnings.append(f"The row has {len(case['tags'])} tags; only the first {MAX_TAGS} were kept.")
+        case["tags"] = case["tags"][:MAX_TAGS]
+    if not case["expected_answer"]:
+        warnings.append("No expected answer: the judge scores this case without a reference answer.")
+    return case
 
-    def value(name: str, limit: int = MAX_FIELD_CHARS) -> str:
-        column = mapping.get(name)
-        return cells.get(column, "").strip()[:limit] if column is not None else ""
 
-    tags = [tag.strip()[:50] for tag in re.split(r"[,;\n]", value("tags")) if tag.strip()][:20]
+def _tags(text: str, header: str, warnings: list[str]) -> list[str]:
+    tags = []
+    for tag in (part.strip() for part in re.split(r"[,;\n]", text)):
+        if not tag:
+            continue
+        if len(tag) > MAX_TAG_CHARS:
+            warnings.append(f"A tag in “{header}” has {len(tag)} characters; it was cut to {MAX_TAG_CHARS}.")
+            tag = tag[:MAX_TAG_CHARS].strip()
+        tags.append(tag)
+    return tags
+
+
+def describe(table: Table, plan: Plan, key: str, case_count: int) -> dict[str, Any]:
+    """What the mapping step shows for one table: its header, a field per column, the first rows."""
+    rows = table.rows[plan.header_index + 1 :] if plan.header_index is not None else table.rows
+    columns = sorted(plan.headers)
+    preview = [
+        {
+            "row": number,
+            "cells": [_preview_cell(cells.get(column, "")) for column in columns],
+        }
+        for number, cells in rows[:PREVIEW_ROWS]
+    ]
     return {
-        "question": question[:MAX_QUESTION_CHARS],
-        "expected_answer": value("expected_answer"),
-        "case_id": value("case_id", 100),
-        "document_context": value("document_context"),
-        "judge_guideline": value("judge_guideline"),
-        "tags": tags,
-        "span": "",
+        "key": key,
+        "label": table.label,
+        "unit": table.unit,
+        "header_row": table.rows[plan.header_index][0] if plan.header_index is not None else None,
+        "columns": [
+            {
+                "index": column,
+                "letter": column_letter(column),
+                "header": plan.headers[column][:200],
+                "field": plan.columns.get(column, "metadata"),
+                "sample": next((_preview_cell(c[column]) for _, c in rows[:PREVIEW_ROWS] if c.get(column)), ""),
+            }
+            for column in columns
+        ],
+        "preview": preview,
+        "rows": len(rows),
+        "cases": case_count,
+        "skipped": plan.skipped or ("" if case_count else "No row under the header has a question."),
     }
+
+
+def _preview_cell(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= PREVIEW_CELL_CHARS else text[: PREVIEW_CELL_CHARS - 1] + "…"
+
+
+def column_letter(column: int) -> str:
+    letters = ""
+    while column > 0:
+        column, remainder = divmod(column - 1, 26)
+        letters = chr(65 + remainder) + letters
+    return letters
 
 
 def cell_text(value: Any) -> str:
@@ -214,4 +435,4 @@ def cell_text(value: Any) -> str:
     if hasattr(value, "isoformat"):
         text = value.isoformat()
         return text.removesuffix("T00:00:00")
-    return str(value)[:MAX_FIELD_CHARS]
+    return str(value)

@@ -233,8 +233,12 @@ def _check_sizes(infos: Iterable[zipfile.ZipInfo]) -> None:
             raise FileRejected(bomb.format(detail=f"a part compressed {ratio:.0f} to 1"))
 
 
+# Bytes that text never holds (tab, line feed, carriage return and form feed are text).
+_CONTROL_BYTES = [byte for byte in range(1, 32) if byte not in (9, 10, 12, 13, 26)]  # 26: DOS end of file
+
+
 def check_text(stream: IO[bytes]) -> None:
-    """CSV and Markdown must be text: no NUL bytes, and not some binary format renamed."""
+    """CSV and Markdown must be text (a few stray NUL bytes allowed), not some binary format renamed."""
     head = _read_head(stream)
     for magic, what in BINARY_MAGICS.items():
         if head.startswith(magic):
@@ -245,11 +249,16 @@ def check_text(stream: IO[bytes]) -> None:
             "The file is saved as UTF-16 (“Unicode Text”). Save it as “CSV UTF-8” or as UTF-8 text and upload it again."
         )
     stream.seek(0)
+    # A few NUL bytes in real text (a broken export) are stripped by the reader with a
+    # warning; a file where NULs or other control bytes are common is binary, whatever its name.
+    total = nuls = controls = 0
     for block in iter(lambda: stream.read(1 << 20), b""):
-        if b"\x00" in block:
-            stream.seek(0)
-            raise FileRejected("The file is not a text file (it contains binary data).")
+        total += len(block)
+        nuls += block.count(b"\x00")
+        controls += sum(block.count(bytes([byte])) for byte in _CONTROL_BYTES)
     stream.seek(0)
+    if nuls * 10 > total or controls * 100 > total:
+        raise FileRejected("The file is not a text file (it contains binary data).")
 
 
 def _ole_is_encrypted_ooxml(stream: IO[bytes]) -> bool:

@@ -12,6 +12,7 @@ import pytest
 from django.core.files.base import ContentFile
 
 from agents.models import Agent
+from datasets.extraction.mapping import dataset_mapping_confirm
 from datasets.extraction.services import dataset_extract
 from datasets.models import Dataset, Document
 
@@ -49,9 +50,22 @@ def uploaded_dataset(agent: Agent, filename: str, data: bytes, *, file_type: str
     return dataset
 
 
-def extract(agent: Agent, filename: str, data: bytes, **kwargs: str) -> Dataset:
-    """Upload-and-extract in one call (the job run in-process); returns the settled dataset."""
+def extract(agent: Agent, filename: str, data: bytes, *, confirm: bool = True, **kwargs: str) -> Dataset:
+    """Upload-and-extract in one call (the job run in-process); returns the settled dataset.
+
+    With confirm (the default), a dataset that stops at the mapping step is confirmed as
+    suggested, keeping the first 500 cases, as a user clicking "Create test cases" would."""
     dataset = uploaded_dataset(agent, filename, data, **kwargs)
+    dataset_extract(dataset_id=dataset.pk)
+    dataset.refresh_from_db()
+    if confirm and dataset.status == Dataset.Status.REVIEW:
+        confirm_mapping(dataset)
+    return dataset
+
+
+def confirm_mapping(dataset: Dataset, chosen: dict | None = None, *, keep_first: bool = True) -> Dataset:
+    """Confirm the mapping step and run the job it sends, in-process."""
+    dataset_mapping_confirm(dataset=dataset, chosen=chosen, keep_first=keep_first)
     dataset_extract(dataset_id=dataset.pk)
     dataset.refresh_from_db()
     return dataset

@@ -1,0 +1,154 @@
+"""A file on disk to a dataset, through the same pipeline as an upload, without the wizard:
+`manage.py dataset_import` (CI jobs that keep test plans in a repository).
+
+validation -> sandboxed parse -> the mapping (given as JSON, or the suggested one) ->
+warnings -> the case limit -> cases. With dry_run nothing is saved. The mapping step the
+wizard shows is answered by the arguments: a JSON mapping, and keep_first for a file
+over the limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import transaction
+
+from agents.models import Agent
+from datasets.documents import document_file_delete, document_store
+from datasets.extraction.errors import ExtractionFailed, FileRejected
+from datasets.extraction.mapping import mapping_from_json, suggested_choice
+from datasets.extraction.services import case_rows, extraction_from_answer, file_warnings, parse_path
+from datasets.extraction.validation import ValidatedFile, validate_file
+from datasets.models import Dataset, Document
+from datasets.services import case_bulk_create, dataset_create
+
+
+class ImportRefused(Exception):
+    """The file yields no case or is refused; `reason` says why (exit 1)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class BadMapping(Exception):
+    """The --mapping JSON does not fit the file (exit 2)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class FileImport:
+    file_name: str
+    tables: list[dict[str, Any]]
+    chosen: dict[str, Any]
+    cases: list[dict[str, Any]]
+    warnings: list[dict[str, str]]
+    notice: str
+    total: int
+    dataset: Dataset | None = None
+    method: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def dataset_file_import(
+    *,
+    agent: Agent,
+    user: User | None,
+    path: Path,
+    name: str = "",
+    mapping: Any = None,
+    keep_first: bool = False,
+    dry_run: bool = False,
+) -> FileImport:
+    """Read `path` into a new dataset of `agent` (or only describe it, with dry_run).
+
+    Raises ImportRefused (no case, a refused file, over the limit without keep_first),
+    BadMapping (the mapping names sheets, columns or fields the file does not have), and
+    ValidationError from dataset_create (a name already used, 100 datasets).
+    """
+    data = path.read_bytes()
+    validated = _validate(path.name, data)
+    limit = settings.EVALSITE_MAX_CASES_PER_DOCUMENT
+    try:
+        answer = parse_path(str(path), validated.file_type, chosen=None)
+        tables = answer.get("tables") or []
+        chosen = suggested_choice(tables)
+        if mapping is not None:
+            if not tables:
+                raise BadMapping("The file holds no table, so a column mapping does not apply to it.")
+            try:
+                chosen = mapping_from_json(tables=tables, raw=mapping)
+            except ValidationError as exc:
+                raise BadMapping(" ".join(exc.messages)) from exc
+            answer = parse_path(str(path), validated.file_type, chosen=chosen)
+        extraction = extraction_from_answer(
+            answer, state={"chosen": chosen, "keep_first": keep_first}, limit=limit, file_type=validated.file_type
+        )
+    except ExtractionFailed as exc:
+        raise ImportRefused(exc.reason) from exc
+    if extraction.review is not None:
+        raise ImportRefused(
+            f"The file has {answer['total']} test cases; at most {limit} can be kept from one file. "
+            f"Pass --keep-first to keep the first {limit}, or split the file."
+        )
+    rows = case_rows(extraction.cases, None, file_name=validated.original_name)
+    result = FileImport(
+        file_name=validated.original_name,
+        tables=answer.get("tables") or [],
+        chosen=chosen,
+        cases=rows,
+        warnings=file_warnings(extraction.warnings, validated.original_name),
+        notice=extraction.notice,
+        total=answer["total"] if answer["cases"] else len(rows),
+        method=answer["method"] or "model",
+    )
+    if not dry_run:
+        result.dataset = _save(agent=agent, user=user, name=name or path.stem, data=data, validated=validated,
+                               result=result, text=extraction.text)  # fmt: skip
+    return result
+
+
+def _validate(file_name: str, data: bytes) -> ValidatedFile:
+    import io
+
+    try:
+        return validate_file(file_name, io.BytesIO(data), len(data), max_bytes=settings.UPLOAD_MAX_BYTES)
+    except FileRejected as exc:
+        raise ImportRefused(exc.reason) from exc
+
+
+def _save(
+    *, agent: Agent, user: User | None, name: str, data: bytes, validated: ValidatedFile, result: FileImport, text: str
+) -> Dataset:
+    document: Document | None = None
+    try:
+        with transaction.atomic():
+            dataset = dataset_create(
+                agent=agent,
+                user=user,
+                name=name[:120],
+                source=Dataset.Source.UPLOAD,
+                status=Dataset.Status.EXTRACTING,
+                source_name=validated.original_name,
+            )
+            upload = SimpleUploadedFile(validated.original_name, data)
+            document = document_store(team=agent.team, dataset=dataset, upload=upload, validated=validated)
+            case_bulk_create(dataset=dataset, cases=[{**row, "documents": [document]} for row in result.cases])
+            Document.objects.filter(pk=document.pk).update(text=text)
+            dataset.status, dataset.notice, dataset.warnings = Dataset.Status.READY, result.notice, result.warnings
+            dataset.mapping = {"tables": result.tables, "chosen": result.chosen, "total": result.total}
+            dataset.save(update_fields=["status", "notice", "warnings", "mapping", "updated_at"])
+    except Exception:
+        if document is not None:
+            document_file_delete(document)  # storage is not transactional
+        raise
+    return dataset
