@@ -239,7 +239,16 @@ def offline_judgment(evaluation: Evaluation) -> Judgment:
         parts.append("Covered: " + "; ".join(f"“{_clip(point)}”" for point in covered) + ".")
     if missed:
         parts.append("Missed: " + "; ".join(f"“{_clip(point)}”" for point in missed) + ".")
-    return Judgment(score=score, verdict=verdict_for(score), reasoning=" ".join(parts))
+    return Judgment(score=score, verdict=offline_verdict(len(covered), len(points)), reasoning=" ".join(parts))
+
+
+def offline_verdict(covered: int, points: int) -> str:
+    """The offline scorer's own words: what it counted, never a judge's band ("Comprehensive")."""
+    if covered >= points:
+        return "All key points"
+    if covered == 0:
+        return "No key point"
+    return f"{covered} of {points} key points"
 
 
 def _assistant_text(evaluation: Evaluation) -> str:
