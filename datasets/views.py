@@ -45,6 +45,7 @@ from datasets.view_helpers import (
     install_upload_guard,
 )
 from evalsite.http import AuthedRequest
+from runs import selectors as run_selectors
 
 if TYPE_CHECKING:
     from datasets.selectors import DatasetWithCount
@@ -272,7 +273,8 @@ def _detail(request: AuthedRequest, agent: Agent, dataset: DatasetWithCount) -> 
         return render(request, "datasets/partials/case_list.html", context)
     context.update(
         settings_form=DatasetSettingsForm.for_dataset(dataset),
-        run_blocker=selectors.dataset_run_blocker(dataset=dataset, case_count=total),
+        run_blocker=selectors.dataset_run_blocker(dataset=dataset, case_count=total)
+        or run_selectors.agent_run_blocker(agent=agent),
         default_judge_model=_default_judge_model(),
     )
     return render(request, "datasets/detail.html", context)

@@ -4,7 +4,7 @@ Cases are matched on their snapshot, not on their position alone: a re-run or a
 verification run numbers its copies from 0, and a dataset edited between two runs may
 have moved cases. The match goes from the most to the least specific key: the dataset
 case the snapshot came from, then the stable case id, then the question, then (for
-what is left over) the position.
+what is left over) the case's number in its dataset.
 
 Two runs are "not directly comparable" when something other than the agent changed:
 the snapshot of a shared case (question, expected answer, documents, settings), the
@@ -70,10 +70,11 @@ class Side:
     status: str
     score: float | None
     case_pk: int = 0
+    case_number: int = 0  # the case's number in its dataset, the same in both runs
 
     @property
     def number(self) -> int:
-        return self.position + 1
+        return self.case_number or self.position + 1
 
     @property
     def passed(self) -> bool:
@@ -231,7 +232,7 @@ def _match(cases_a: list[RunCase], cases_b: list[RunCase]) -> tuple[list[tuple[R
     claim(lambda case: case.source_case_id)
     claim(lambda case: case.case_id)
     claim(lambda case: case.question.strip())
-    claim(lambda case: case.position)
+    claim(lambda case: case.display_number)
     matched = [(pairs[case.pk], case) for case in cases_b if case.pk in pairs]
     return matched, list(free_a.values()), [case for case in cases_b if case.pk not in pairs]
 
@@ -260,7 +261,7 @@ def _same(x: Any, y: Any) -> bool:
 def _side(outcome: CaseOutcome | None) -> Side | None:
     if outcome is None:
         return None
-    return Side(outcome.position, outcome.status, outcome.score, outcome.case_pk)
+    return Side(outcome.position, outcome.status, outcome.score, outcome.case_pk, outcome.number)
 
 
 def _change(a: Side | None, b: Side | None) -> str:

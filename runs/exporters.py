@@ -109,6 +109,7 @@ def run_export_json(run: Run) -> bytes:
 def _run_data(run: Run, results: list[Result]) -> dict[str, Any]:
     main = [result for result in results if result.variant == 0]
     scored = [result for result in main if result.is_finished]
+    cases = selectors.run_counts(run=run, outcomes=selectors.case_outcome_list(run=run)).as_dict()["cases"]
     return {
         "id": run.pk,
         "url": settings.SITE_URL.rstrip("/") + reverse("runs:detail", args=[run.agent_id, run.pk]),
@@ -132,6 +133,9 @@ def _run_data(run: Run, results: list[Result]) -> dict[str, Any]:
         "skipped": sum(1 for result in main if result.status == Result.Status.SKIPPED),
         "pass_rate": round(run.passed / len(main), 4) if main else None,
         "scored": len(scored),
+        # The counts above are per request (every repeat); per case, a case passes only
+        # when every one of its repeats passed.
+        "cases": cases,
         "average_score": run.current_average,
         "robustness": run.robustness,
         "consistency": run.consistency,
@@ -154,7 +158,7 @@ def _result_data(result: Result) -> dict[str, Any]:
     case = result.case
     data["case"] = {
         "position": case.position,
-        "number": case.position + 1,
+        "number": case.display_number,  # the case's number in its dataset
         "case_id": case.case_id,
         "question": case.question,
         "expected_answer": case.expected_answer,
@@ -188,7 +192,7 @@ def _result_row(run: Run, result: Result) -> list[Any]:
     case = result.case
     return [
         run.pk,
-        case.position + 1,
+        case.display_number,
         case.case_id,
         result.repeat + 1,
         result.variant,
@@ -237,6 +241,12 @@ def _summary_rows(run: Run) -> list[tuple[str, Any]]:
         ("Errors", run.errored),
         ("Not run", data["skipped"]),
         ("Pass rate", data["pass_rate"]),
+        ("Cases", data["cases"]["total"]),
+        ("Cases passed (every repeat passed)", data["cases"]["passed"]),
+        ("Cases failed", data["cases"]["failed"]),
+        ("Cases with errors", data["cases"]["errored"]),
+        ("Cases not run", data["cases"]["skipped"]),
+        ("Flaky cases (repeats disagree)", data["cases"]["flaky"]),
         ("Average score (0-10)", None if run.current_average is None else round(run.current_average, 2)),
         ("Robustness (smoke variants passed)", run.robustness),
         ("Consistency (mean score spread across repeats)", run.consistency),
@@ -312,21 +322,25 @@ def run_report_context(run: Run) -> dict[str, Any]:
     outcomes = selectors.case_outcome_list(run=run, with_tags=True)
     cards = selectors.case_card_list(run=run, outcomes=outcomes)
     threshold = run.scoring.get("pass_threshold", 7)
-    main_total = len(outcomes)  # cases
     counts = selectors.case_filter_counts(outcomes)
+    # The headline counts requests, as the run page, the CI gate and the other exports do;
+    # the per-case figures are shown beside them (run_counts explains both).
+    figures = selectors.run_counts(run=run, outcomes=outcomes)
+    requests = figures.requests
     return {
         "run": run,
         "cards": cards,
         "counts": counts,
-        "case_total": main_total,
-        "skipped": sum(1 for outcome in outcomes if outcome.status == selectors.CASE_SKIPPED),
+        "figures": figures,
+        "case_total": len(outcomes),
+        "skipped": figures.skipped,
         "histogram": charts.score_histogram(selectors.run_scores(run=run), threshold=threshold),
         "tag_chart": charts.tag_pass_rates(outcomes),
         "duration": selectors.run_duration_seconds(run),
         "generated_at": timezone.now(),
-        "pass_percent": round(100 * counts["passed"] / main_total) if main_total else 0,
-        "fail_percent": round(100 * counts["failed"] / main_total) if main_total else 0,
-        "error_percent": round(100 * counts["error"] / main_total) if main_total else 0,
+        "pass_percent": round(100 * figures.passed / requests) if requests else 0,
+        "fail_percent": round(100 * figures.failed / requests) if requests else 0,
+        "error_percent": round(100 * figures.errored / requests) if requests else 0,
     }
 
 

@@ -191,7 +191,7 @@ def run_detail(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespon
     outcomes = selectors.case_outcome_list(run=run, with_tags=True)
     context = {
         **_results_context(agent, run, outcomes, view),
-        **_summary_context(run),
+        **_summary_context(run, outcomes),
         **_charts_context(run, outcomes),
         "parent": run.parent,
         "related": list(selectors.run_related_list(run=run)[:10]),
@@ -221,7 +221,7 @@ def _live(request: AuthedRequest, agent: Agent, run: Run, view: dict[str, Any]) 
         "seen": selectors.seen_encode({o.position for o in outcomes if o.done}),
         "settled": settled,
         "oob": True,
-        **_summary_context(run),
+        **_summary_context(run, outcomes),
     }
     if settled or (fresh and not run.is_active):
         context.update(_charts_context(run, selectors.case_outcome_list(run=run, with_tags=True)))
@@ -283,11 +283,14 @@ def _filter_tabs(outcomes: list) -> list[tuple[str, str, int]]:
     return [(name, label, counts[name]) for name, label in selectors.FILTERS.items()]
 
 
-def _summary_context(run: Run) -> dict[str, Any]:
+def _summary_context(run: Run, outcomes: list) -> dict[str, Any]:
+    repeats = int(run.scoring.get("number_of_requests") or 1)
     return {
         "duration": selectors.run_duration_seconds(run, now=timezone.now()),
-        "repeats": int(run.scoring.get("number_of_requests") or 1),
+        "repeats": repeats,
         "threshold": run.scoring.get("pass_threshold", 7),
+        # With repeats, the per-case figures are shown beside the per-request counts.
+        "figures": selectors.run_counts(run=run, outcomes=outcomes) if repeats > 1 else None,
     }
 
 

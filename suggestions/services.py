@@ -423,7 +423,7 @@ def suggestion_change_request(*, run: Run, suggestions: list[Suggestion]) -> str
         "",
     ]
     for number, suggestion in enumerate(suggestions, start=1):
-        cases = ", ".join(f"#{case.position + 1}" for case in suggestion.cases.all())
+        cases = ", ".join(f"#{case.display_number}" for case in suggestion.cases.all())
         lines += [f"## {number}. {suggestion.title}", "", f"**Category:** {suggestion.get_category_display()}", ""]
         lines += [suggestion.description, ""]
         if suggestion.proposed_text:

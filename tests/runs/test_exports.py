@@ -155,3 +155,53 @@ def test_a_run_with_no_results_exports(agent):
     assert json.loads(exporters.run_export_json(run))["results"] == []
     assert "The run failed:</strong> Broken." in exporters.run_export_html(run)
     load_workbook(io.BytesIO(exporters.run_export_xlsx(run)))
+
+
+def test_repeats_are_counted_the_same_way_on_the_page_in_the_report_and_the_exports(agent, client_alice):
+    """Per request everywhere (10 results: 7 passed, 3 failed), the per-case figures as a detail."""
+    import re
+
+    from django.urls import reverse
+
+    dataset = DatasetFactory(agent=agent, name="Repeats")
+    run = build_run(
+        agent=agent,
+        dataset=dataset,
+        scoring={"number_of_requests": 5},
+        cases=[
+            CaseSpec(question="Always right?", repeats=[("pass", 9.0)] * 5),
+            CaseSpec(
+                question="Sometimes right?", repeats=[("pass", 9.0), ("pass", 8.0), ("fail", 2.0)] + [("fail", 3.0)] * 2
+            ),
+        ],
+    )
+    detail = (
+        "Per case (a case passes only when every repeat passed): 1 passed · 1 failed · 0 errors · 1 flaky, of 2 cases."
+    )
+
+    page = client_alice.get(reverse("runs:detail", args=[agent.pk, run.pk])).content.decode()
+    assert re.search(r"Passed</dt><dd class=\"green-text\">7<", page)
+    assert re.search(r"Failed</dt><dd class=\"red-text\">3<", page)
+    assert detail in page
+
+    report = exporters.run_export_html(run)
+    assert '<div class="rate bad">70%</div>' in report
+    assert "of 10 results passed (2 cases × 5 repeats)" in report
+    assert '<dt>Passed</dt><dd class="green">7</dd>' in report
+    assert '<dt>Failed</dt><dd class="red">3</dd>' in report
+    assert detail in report
+
+    data = json.loads(exporters.run_export_json(run))["run"]
+    assert (data["passed"], data["failed"], data["pass_rate"]) == (7, 3, 0.7)
+    assert data["cases"] == {
+        "total": 2,
+        "passed": 1,
+        "failed": 1,
+        "errored": 0,
+        "skipped": 0,
+        "flaky": 1,
+        "pass_rate": 0.5,
+    }
+
+    summary = dict(load_workbook(io.BytesIO(exporters.run_export_xlsx(run)))["Summary"].values)
+    assert summary["Passed"] == 7 and summary["Cases passed (every repeat passed)"] == 1
