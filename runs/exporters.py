@@ -91,28 +91,35 @@ def export_filename(run: Run, extension: str) -> str:
 # ---- JSON -----------------------------------------------------------------------------
 
 
-def run_export_data(run: Run) -> dict[str, Any]:
+def run_url(run: Run, site_url: str | None = None) -> str:
+    """The run page's absolute address: `site_url` (evalsite.links.site_url of the request), else SITE_URL."""
+    return (site_url or settings.SITE_URL).rstrip("/") + reverse("runs:detail", args=[run.agent_id, run.pk])
+
+
+def run_export_data(run: Run, *, site_url: str | None = None) -> dict[str, Any]:
     results = list(selectors.result_list(run=run))
     return {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
         "exported_at": _iso(timezone.now()),
-        "run": _run_data(run, results),
+        "run": _run_data(run, results, site_url=site_url),
         "results": [_result_data(result) for result in results],
     }
 
 
-def run_export_json(run: Run) -> bytes:
-    return json.dumps(run_export_data(run), ensure_ascii=False, indent=2, default=_json_default).encode()
+def run_export_json(run: Run, *, site_url: str | None = None) -> bytes:
+    return json.dumps(
+        run_export_data(run, site_url=site_url), ensure_ascii=False, indent=2, default=_json_default
+    ).encode()
 
 
-def _run_data(run: Run, results: list[Result]) -> dict[str, Any]:
+def _run_data(run: Run, results: list[Result], *, site_url: str | None = None) -> dict[str, Any]:
     main = [result for result in results if result.variant == 0]
     scored = [result for result in main if result.is_finished]
     cases = selectors.run_counts(run=run, outcomes=selectors.case_outcome_list(run=run)).as_dict()["cases"]
     return {
         "id": run.pk,
-        "url": settings.SITE_URL.rstrip("/") + reverse("runs:detail", args=[run.agent_id, run.pk]),
+        "url": run_url(run, site_url),
         "agent": {"id": run.agent_id, "name": run.agent.name, "kind": run.agent.kind},
         "agent_version": run.agent_version.number,
         "dataset": {"id": run.dataset_id, "name": run.dataset_name},
@@ -225,10 +232,11 @@ def _scorer_text(row: dict[str, Any]) -> str:
     return f"{row.get('label') or row.get('name')}: {shown}{verdict}"
 
 
-def _summary_rows(run: Run) -> list[tuple[str, Any]]:
-    data = _run_data(run, list(Result.objects.filter(run=run).only("variant", "status")))
+def _summary_rows(run: Run, site_url: str | None = None) -> list[tuple[str, Any]]:
+    data = _run_data(run, list(Result.objects.filter(run=run).only("variant", "status")), site_url=site_url)
     return [
         ("Run", f"#{run.pk}"),
+        ("Link", data["url"]),
         ("Agent", f"{data['agent']['name']} (version {data['agent_version']})"),
         ("Dataset", run.dataset_name),
         ("Status", run.get_status_display()),
@@ -287,7 +295,7 @@ def _xlsx_cell(value: Any) -> Any:
     return value
 
 
-def run_export_xlsx(run: Run) -> bytes:
+def run_export_xlsx(run: Run, *, site_url: str | None = None) -> bytes:
     from openpyxl import Workbook
     from openpyxl.styles import Font
 
@@ -300,7 +308,7 @@ def run_export_xlsx(run: Run) -> bytes:
     summary = workbook.create_sheet("Summary")
     summary.column_dimensions["A"].width = 44
     summary.column_dimensions["B"].width = 80
-    for label, value in _summary_rows(run):
+    for label, value in _summary_rows(run, site_url):
         summary.append([_xlsx_cell(label), _xlsx_cell(value)])
     buffer = io.BytesIO()
     workbook.save(buffer)
@@ -318,7 +326,7 @@ def _bold(sheet: Any, name: str, font: Any) -> Any:
 # ---- the standalone HTML report ------------------------------------------------------
 
 
-def run_report_context(run: Run) -> dict[str, Any]:
+def run_report_context(run: Run, *, site_url: str | None = None) -> dict[str, Any]:
     outcomes = selectors.case_outcome_list(run=run, with_tags=True)
     cards = selectors.case_card_list(run=run, outcomes=outcomes)
     threshold = run.scoring.get("pass_threshold", 7)
@@ -329,6 +337,7 @@ def run_report_context(run: Run) -> dict[str, Any]:
     requests = figures.requests
     return {
         "run": run,
+        "run_url": run_url(run, site_url),
         "cards": cards,
         "counts": counts,
         "figures": figures,
@@ -344,5 +353,5 @@ def run_report_context(run: Run) -> dict[str, Any]:
     }
 
 
-def run_export_html(run: Run) -> str:
-    return render_to_string("runs/report.html", run_report_context(run))
+def run_export_html(run: Run, *, site_url: str | None = None) -> str:
+    return render_to_string("runs/report.html", run_report_context(run, site_url=site_url))

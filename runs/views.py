@@ -24,6 +24,7 @@ from agents.models import Agent
 from agents.selectors import agent_get_for_user
 from datasets.models import Dataset, Document
 from evalsite.http import AuthedRequest
+from evalsite.links import site_url
 from runs import charts, comparison, engine, exporters, selectors, services
 from runs.forms import CompareForm, RerunForm, ResultViewForm
 from runs.models import Run
@@ -352,7 +353,11 @@ def _download(content: bytes | str, content_type: str, filename: str) -> HttpRes
 @require_GET
 def export_json(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
     _, run = _get_run_for_user(request, agent_id, run_id)
-    return _download(exporters.run_export_json(run), "application/json", exporters.export_filename(run, "json"))
+    return _download(
+        exporters.run_export_json(run, site_url=site_url(request)),
+        "application/json",
+        exporters.export_filename(run, "json"),
+    )
 
 
 @login_required
@@ -369,14 +374,20 @@ def export_csv(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespon
 def export_xlsx(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
     _, run = _get_run_for_user(request, agent_id, run_id)
     content_type = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-    return _download(exporters.run_export_xlsx(run), content_type, exporters.export_filename(run, "xlsx"))
+    return _download(
+        exporters.run_export_xlsx(run, site_url=site_url(request)), content_type, exporters.export_filename(run, "xlsx")
+    )
 
 
 @login_required
 @require_GET
 def export_html(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
     _, run = _get_run_for_user(request, agent_id, run_id)
-    return _download(exporters.run_export_html(run), "text/html; charset=utf-8", exporters.export_filename(run, "html"))
+    return _download(
+        exporters.run_export_html(run, site_url=site_url(request)),
+        "text/html; charset=utf-8",
+        exporters.export_filename(run, "html"),
+    )
 
 
 # ---- documents for HTTP agents ------------------------------------------------------------

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from datasets.models import Dataset
@@ -162,6 +163,7 @@ def test_json_output_is_machine_readable(agent, dataset, tmp_path):
         "ok": True,
         "exit_code": 0,
         "reason": "Passed: 50.0% meets the threshold of 50.0%.",
+        "url": f"{settings.SITE_URL}/agents/{agent.pk}/runs/{run.pk}/",
         "reports": {"json": str(tmp_path / f"run-{run.pk}.json"), "html": str(tmp_path / f"run-{run.pk}.html")},
     }
     assert "Attached to run" in err and "Wrote" in err

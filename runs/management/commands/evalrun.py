@@ -72,6 +72,7 @@ class Command(BaseCommand):
             f"{verb} run #{run.pk}: “{dataset.name}” ({run.total} results) against {agent.name} "
             f"version {run.agent_version.number}, scored by the {run.get_scorer_display().lower()}."
         )
+        self.progress(f"Run page: {exporters.run_url(run)}")
         if not options["wait"]:
             self.result({"run_id": run.pk, "status": run.status}, f"Run id: {run.pk}")
             return
@@ -145,6 +146,7 @@ class Command(BaseCommand):
             "exit_code": code,
             "reason": reason or lines[-1],
             "reports": reports,
+            "url": exporters.run_url(run),
         }
         self.result(data, "\n".join(lines))
         return code
