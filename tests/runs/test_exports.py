@@ -104,7 +104,7 @@ def test_csv_and_xlsx_neutralise_formulas(agent):
 
 def test_xlsx_has_a_results_sheet_and_a_summary_sheet(run):
     workbook = load_workbook(io.BytesIO(exporters.run_export_xlsx(run)))
-    assert workbook.sheetnames == ["Results", "Summary"]
+    assert workbook.sheetnames == ["Summary", "Results"]
     results = list(workbook["Results"].iter_rows(values_only=True))
     assert results[0] == exporters.CSV_COLUMNS
     assert len(results) == 6
@@ -114,6 +114,36 @@ def test_xlsx_has_a_results_sheet_and_a_summary_sheet(run):
     assert summary["Passed"] == 2 and summary["Errors"] == 1
     assert summary["Pass rate"] == 0.5
     assert summary["Summary"] == "Mostly fine."
+
+
+def test_xlsx_is_ready_to_read_in_a_spreadsheet(run):
+    """Summary first; a frozen, filterable header; sized and wrapped columns; real dates and percentages."""
+    from datetime import datetime
+
+    workbook = load_workbook(io.BytesIO(exporters.run_export_xlsx(run)))
+    assert workbook.sheetnames[0] == "Summary"
+    results = workbook["Results"]
+    assert results.freeze_panes == "A2"
+    last_column = results.cell(row=1, column=len(exporters.CSV_COLUMNS)).column_letter
+    assert results.auto_filter.ref == f"A1:{last_column}6"
+    assert all(cell.font.bold for cell in results[1])
+
+    def column(name):
+        return results.cell(row=1, column=exporters.CSV_COLUMNS.index(name) + 1).column_letter
+
+    assert results.column_dimensions[column("question")].width >= 40
+    assert results.column_dimensions[column("run_id")].width <= 10
+    assert results[f"{column('actual_answer')}2"].alignment.wrap_text
+    finished = results[f"{column('finished_at')}2"]
+    assert isinstance(finished.value, datetime) and finished.is_date
+    assert "%" not in results[f"{column('score')}2"].number_format
+
+    summary = workbook["Summary"]
+    rows = {row[0].value: row[1] for row in summary.iter_rows()}
+    assert rows["Pass rate"].value == 0.5 and rows["Pass rate"].number_format == "0.0%"
+    assert isinstance(rows["Started"].value, datetime) and rows["Started"].is_date
+    assert rows["Summary"].alignment.wrap_text
+    assert summary.column_dimensions["B"].width >= 60
 
 
 def test_xlsx_drops_characters_xml_forbids(agent):

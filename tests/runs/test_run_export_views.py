@@ -50,7 +50,7 @@ def test_the_downloads_hold_the_run(client_alice, run):
     assert json.loads(client_alice.get(_url(run, "runs:export_json")).content)["run"]["id"] == run.pk
     assert client_alice.get(_url(run, "runs:export_csv")).content.decode().startswith('\ufeff"run_id"')
     workbook = load_workbook(io.BytesIO(client_alice.get(_url(run, "runs:export_xlsx")).content))
-    assert workbook.sheetnames == ["Results", "Summary"]
+    assert workbook.sheetnames == ["Summary", "Results"]
     assert "Refund policy" in client_alice.get(_url(run, "runs:export_html")).content.decode()
 
 
