@@ -28,6 +28,7 @@ from evalsite.links import site_url
 from runs import charts, comparison, engine, exporters, selectors, services
 from runs.forms import CompareForm, RerunForm, ResultViewForm
 from runs.models import Run
+from suggestions.selectors import PanelState, suggestion_panel_get
 
 RUNS_PER_PAGE = 30
 # The list poll refreshes at most this many cards (the active ones the page shows).
@@ -226,6 +227,10 @@ def _live(request: AuthedRequest, agent: Agent, run: Run, view: dict[str, Any]) 
     }
     if settled or (fresh and not run.is_active):
         context.update(_charts_context(run, selectors.case_outcome_list(run=run, with_tags=True)))
+    if not run.is_active and request.GET.get("panel") == PanelState.ACTIVE:
+        # The page still shows "suggestions come when the run finishes": this response, which
+        # is the first to show the run ended, brings the panel (the panel polls itself after).
+        context.update(panel=suggestion_panel_get(agent=agent, run=run), panel_oob=True)
     return render(request, "runs/partials/run_live.html", context, status=HTMX_STOP_POLLING if settled else 200)
 
 

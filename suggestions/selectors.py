@@ -102,7 +102,9 @@ class SuggestionPanel:
 
     @property
     def polling(self) -> bool:
-        generating = self.state in (PanelState.ACTIVE, PanelState.GENERATING)
+        # Not while the run is going (ACTIVE): the run page's poll brings the panel when the
+        # run ends, so the page never shows final suggestions beside "Running" and Stop.
+        generating = self.state == PanelState.GENERATING
         return (
             generating
             or any(v.run.is_active for v in self.verifications)

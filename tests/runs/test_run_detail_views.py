@@ -274,7 +274,7 @@ def test_long_runs_load_more_cards_on_demand(client_alice, agent, dataset):
 def test_an_active_run_page_polls_and_has_a_slot_per_unfinished_case(client_alice, engine_run):
     body = client_alice.get(_url(engine_run)).content.decode()
     assert body.count('hx-trigger="every 3s"') >= 1
-    assert 'hx-include="#live-state"' in body
+    assert 'hx-include="#live-state, #suggestions-panel-state"' in body
     assert body.count('class="case-slot" hidden') == 5
     assert _seen(body) == ""
 
@@ -426,3 +426,29 @@ def test_outsiders_get_404_and_anonymous_visitors_log_in(client_charlie, client,
 
 def test_a_teammate_sees_the_run(client_bob, mixed_run):
     assert client_bob.get(_url(mixed_run)).status_code == 200
+
+
+# ---- one consistent state -------------------------------------------------------------
+
+
+def test_the_poll_that_sees_the_run_end_brings_the_suggestions_panel_with_it(client_alice, engine_run):
+    page = client_alice.get(_url(engine_run)).content.decode()
+    assert 'hx-include="#live-state, #suggestions-panel-state"' in page
+    assert 'name="panel" value="active"' in page
+    drive(engine_run)
+
+    body = _poll(client_alice, engine_run, seen="", panel="active").content.decode()
+    assert 'id="suggestions-live" class="suggestions-live" hx-swap-oob="true"' in body
+    assert "Suggestions appear here when the run finishes." not in body
+    assert 'data-dialog-open="stop-dialog"' not in body and "Running" not in body
+    # Once the page has the final panel, later polls leave it alone (an open dialog stays open).
+    body = _poll(client_alice, engine_run, seen="", panel="none_needed").content.decode()
+    assert 'id="suggestions-live"' not in body
+
+
+def test_a_finished_runs_page_renders_one_finished_state(client_alice, engine_run):
+    drive(engine_run)
+    page = client_alice.get(_url(engine_run)).content.decode()
+    assert 'data-dialog-open="stop-dialog"' not in page
+    assert "Suggestions appear here when the run finishes." not in page
+    assert "5 of 5 finished" in page
