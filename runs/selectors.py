@@ -35,6 +35,7 @@ FILTERS = {
     "passed": "Passed",
     "failed": "Failed",
     "error": "Error",
+    "not_run": "Not run",  # a stopped or failed run's cases that never ran
     "flaky": "Flaky",
 }
 SORTS = {
@@ -232,6 +233,8 @@ class CaseOutcome:
             return self.status == CASE_FAIL
         if name == "error":
             return self.status == CASE_ERROR
+        if name == "not_run":
+            return self.status == CASE_SKIPPED
         if name == "flaky":
             return self.flaky
         return True
@@ -292,7 +295,7 @@ def _outcome(row: tuple[Any, ...], tags: list[str] | None) -> CaseOutcome:
 def case_filter_counts(outcomes: list[CaseOutcome]) -> dict[str, int]:
     counts = dict.fromkeys(FILTERS, 0)
     counts["all"] = len(outcomes)
-    names = {CASE_PASS: "passed", CASE_FAIL: "failed", CASE_ERROR: "error"}
+    names = {CASE_PASS: "passed", CASE_FAIL: "failed", CASE_ERROR: "error", CASE_SKIPPED: "not_run"}
     for outcome in outcomes:
         if outcome.status in names:
             counts[names[outcome.status]] += 1
@@ -322,7 +325,12 @@ def case_page(outcomes: list[CaseOutcome], *, filter_name: str, sort: str, after
         more = len(chosen) > CARDS_PER_PAGE
         upto = page[-1].position + 1 if more else None
         return CasePage(page, next_after=upto, upto=upto)
-    chosen = [o for o in outcomes if o.done and o.status != CASE_SKIPPED and o.matches(filter_name)]
+    # Sorted by score or time, cases that never ran have nothing to sort on: only their own filter shows them.
+    chosen = [
+        o
+        for o in outcomes
+        if o.done and (o.status != CASE_SKIPPED or filter_name == "not_run") and o.matches(filter_name)
+    ]
     chosen.sort(key=_sort_key(sort))
     page = chosen[offset : offset + CARDS_PER_PAGE]
     more = len(chosen) > offset + CARDS_PER_PAGE
@@ -350,6 +358,19 @@ class CaseCard:
     @property
     def primary(self) -> Result | None:
         return self.attempts[0] if self.attempts else None
+
+    @property
+    def failed_checks(self) -> list[dict[str, Any]]:
+        """The deterministic checks (the tool trajectory) that failed the case whatever its
+        score, one row per check (from the first attempt where it failed)."""
+        from runs.scoring import GATING_SCORERS
+
+        failed: dict[str, dict[str, Any]] = {}
+        for attempt in self.attempts:
+            for row in attempt.scorers or []:
+                if row.get("name") in GATING_SCORERS and row.get("passed") is False:
+                    failed.setdefault(str(row["name"]), row)
+        return list(failed.values())
 
     @property
     def spread(self) -> float | None:

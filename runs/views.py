@@ -250,9 +250,8 @@ def run_results(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespo
     response = render(request, "runs/partials/result_list.html", context)
     # The address bar shows the run page with this filter and order, so a reload or a shared
     # link opens the same view.
-    query = urlencode(
-        {k: v for k, v in (("filter", view["filter"]), ("sort", view["sort"])) if v not in ("all", "position")}
-    )
+    state = (("filter", view["filter"]), ("sort", view["sort"]), ("expand", view["expand"]))
+    query = urlencode({k: v for k, v in state if v not in ("all", "position", "")})
     return push_url(response, reverse("runs:detail", args=[agent.pk, run.pk]) + (f"?{query}" if query else ""))
 
 
@@ -261,7 +260,7 @@ def _results_context(agent: Agent, run: Run, outcomes: list, view: dict[str, Any
         outcomes, filter_name=view["filter"], sort=view["sort"], after=view["after"], offset=view["offset"]
     )
     cards = {card.outcome.case_pk: card for card in selectors.case_card_list(run=run, outcomes=page.outcomes)}
-    base = {"filter": view["filter"], "sort": view["sort"]}
+    base = {"filter": view["filter"], "sort": view["sort"], **({"expand": "1"} if view["expand"] else {})}
     more_params = (
         {**base, "after": page.next_after} if page.next_after is not None else {**base, "offset": page.next_offset}
     )
