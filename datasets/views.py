@@ -45,6 +45,7 @@ from datasets.view_helpers import (
     install_upload_guard,
 )
 from evalsite.http import AuthedRequest
+from runs import selectors as run_selectors
 
 if TYPE_CHECKING:
     from datasets.selectors import DatasetWithCount
@@ -266,7 +267,18 @@ def _case_page(request: AuthedRequest, dataset: Dataset, page_number: Any = None
 
 
 def _case_list_context(agent: Agent, dataset: Dataset, page: Page, query: str, total: int) -> dict[str, Any]:
-    return {"agent": agent, "dataset": dataset, "page": page, "query": query, "total": total}
+    # run_blocker too: an htmx refresh of the list re-renders the Run button out of band.
+    run_blocker = selectors.dataset_run_blocker(dataset=dataset, case_count=total) or run_selectors.agent_run_blocker(
+        agent=agent
+    )
+    return {
+        "agent": agent,
+        "dataset": dataset,
+        "page": page,
+        "query": query,
+        "total": total,
+        "run_blocker": run_blocker,
+    }
 
 
 def _detail(request: AuthedRequest, agent: Agent, dataset: DatasetWithCount) -> HttpResponse:
@@ -277,7 +289,6 @@ def _detail(request: AuthedRequest, agent: Agent, dataset: DatasetWithCount) -> 
         return render(request, "datasets/partials/case_list.html", context)
     context.update(
         settings_form=DatasetSettingsForm.for_dataset(dataset),
-        run_blocker=selectors.dataset_run_blocker(dataset=dataset, case_count=total),
         default_judge_model=_default_judge_model(),
     )
     return render(request, "datasets/detail.html", context)

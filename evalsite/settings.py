@@ -52,7 +52,24 @@ DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env_secret("SECRET_KEY", "django-insecure-dev-only-key-change-me-in-production-0123456789")
 ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in env_str("CSRF_TRUSTED_ORIGINS").split(",") if o]
-SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+
+
+def _served_url() -> str:
+    """The address the web server listens on (HOST and PORT, as `make run` passes them)."""
+    host = env_str("HOST", "127.0.0.1")
+    if host in ("0.0.0.0", "::"):  # every interface: the loopback one is always among them
+        host = "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    port = env_int("PORT", 8000)
+    return f"http://{host}:{port}"
+
+
+# Links that leave the page (exports, reports, document links for http agents). Unset,
+# it is the request's own address where there is one, else the address served (see
+# evalsite/links.py), so a console on another PORT never links to port 8000.
+SITE_URL_EXPLICIT = bool(env_str("SITE_URL"))
+SITE_URL = (env_str("SITE_URL") or _served_url()).rstrip("/")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -110,7 +110,7 @@ class RunDetailOut(RunOut):
 
 @router.post(
     "/agents/{agent_id}/eval/datasets/{dataset_id}/runs",
-    response={201: RunOut, 400: ErrorOut},
+    response={201: RunOut, 400: ErrorOut, 422: ErrorOut},
     summary="Start an evaluation run",
 )
 def run_start(
@@ -130,7 +130,9 @@ def run_start(
     try:
         run = services.run_start(agent=agent, dataset=dataset, user=request.user, request_key=key)
     except ValidationError as error:
-        return Status(400, {"detail": " ".join(error.messages)})
+        # 422 when the agent cannot answer at all (e.g. an llm agent with no model).
+        code = 422 if getattr(error, "code", None) == services.AGENT_NOT_RUNNABLE else 400
+        return Status(code, {"detail": " ".join(error.messages)})
     return Status(201, selectors.run_get_for_user(user=request.user, run_id=run.pk))
 
 

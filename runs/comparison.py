@@ -4,7 +4,7 @@ Cases are matched on their snapshot, not on their position alone: a re-run or a
 verification run numbers its copies from 0, and a dataset edited between two runs may
 have moved cases. The match goes from the most to the least specific key: the dataset
 case the snapshot came from, then the stable case id, then the question, then (for
-what is left over) the position.
+what is left over) the case's number in its dataset.
 
 Two runs are "not directly comparable" when something other than the agent changed:
 the snapshot of a shared case (question, expected answer, documents, settings), the
@@ -15,13 +15,17 @@ criteria, or the pass threshold. The page says what differs; it still compares.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
-from runs.models import Run, RunCase
+from django.db.models import Sum
+
+from runs.models import Result, Run, RunCase
 from runs.selectors import (
     CASE_ERROR,
     CASE_FAIL,
     CASE_PASS,
+    CASE_SKIPPED,
     CaseOutcome,
     case_outcome_list,
     run_duration_seconds,
@@ -65,10 +69,12 @@ class Side:
     position: int
     status: str
     score: float | None
+    case_pk: int = 0
+    case_number: int = 0  # the case's number in its dataset, the same in both runs
 
     @property
     def number(self) -> int:
-        return self.position + 1
+        return self.case_number or self.position + 1
 
     @property
     def passed(self) -> bool:
@@ -125,6 +131,8 @@ class Comparison:
     totals_a: Totals
     totals_b: Totals
     deltas: list[Delta]
+    # One line per stopped run: how many of its cases were not run, what the figures cover.
+    stopped: list[str] = field(default_factory=list)
 
     @property
     def comparable(self) -> bool:
@@ -169,9 +177,39 @@ def run_compare(*, a: Run, b: Run) -> Comparison:
     rows.sort(key=_row_order)
 
     differences, notes = _differences(a, b, changed_cases, len(only_a), len(only_b), len(pairs))
-    totals_a = _totals(a, [row.a for row in rows if row.a and row.b])
-    totals_b = _totals(b, [row.b for row in rows if row.a and row.b])
-    return Comparison(a, b, rows, differences, notes, totals_a, totals_b, _deltas(totals_a, totals_b))
+    # Every figure covers the same cases: those scored in both runs. A stopped run (or one
+    # still going) has cases the other scored; counting them on one side only would make
+    # the totals disagree with the case list.
+    shared = [row for row in rows if row.a and row.b and row.change != CHANGE_UNSCORED]
+    totals_a = _totals(a, [row.a for row in shared if row.a])
+    totals_b = _totals(b, [row.b for row in shared if row.b])
+    stopped = [_stopped_line(run, outcomes, len(shared)) for run, outcomes in ((a, outcomes_a), (b, outcomes_b))]
+    deltas = _deltas(totals_a, totals_b)
+    if any(stopped):
+        for delta in deltas:  # wall-clock time cannot be split by case: say what it covers
+            if delta.label == "Duration":
+                delta.label = "Duration (whole run)"
+    return Comparison(
+        a,
+        b,
+        rows,
+        differences,
+        notes,
+        totals_a,
+        totals_b,
+        deltas,
+        [line for line in stopped if line],
+    )
+
+
+def _stopped_line(run: Run, outcomes: dict[int, CaseOutcome], shared: int) -> str:
+    if run.status != Run.Status.STOPPED:
+        return ""
+    missing = sum(1 for outcome in outcomes.values() if outcome.status == CASE_SKIPPED)
+    return (
+        f"Run #{run.pk} was stopped: {missing} of its {len(outcomes)} cases were not run. "
+        f"Totals, changes and the case list cover the {shared} case{'s' if shared != 1 else ''} scored in both runs."
+    )
 
 
 def _match(cases_a: list[RunCase], cases_b: list[RunCase]) -> tuple[list[tuple[RunCase, RunCase]], list, list]:
@@ -194,7 +232,7 @@ def _match(cases_a: list[RunCase], cases_b: list[RunCase]) -> tuple[list[tuple[R
     claim(lambda case: case.source_case_id)
     claim(lambda case: case.case_id)
     claim(lambda case: case.question.strip())
-    claim(lambda case: case.position)
+    claim(lambda case: case.display_number)
     matched = [(pairs[case.pk], case) for case in cases_b if case.pk in pairs]
     return matched, list(free_a.values()), [case for case in cases_b if case.pk not in pairs]
 
@@ -223,7 +261,7 @@ def _same(x: Any, y: Any) -> bool:
 def _side(outcome: CaseOutcome | None) -> Side | None:
     if outcome is None:
         return None
-    return Side(outcome.position, outcome.status, outcome.score)
+    return Side(outcome.position, outcome.status, outcome.score, outcome.case_pk, outcome.number)
 
 
 def _change(a: Side | None, b: Side | None) -> str:
@@ -294,13 +332,18 @@ def _judge_label(run: Run) -> str:
 def _totals(run: Run, sides: list[Side]) -> Totals:
     scored = [side for side in sides if side.status in SCORED]
     scores = [side.score for side in scored if side.score is not None]
+    # The cost of these cases only (every repeat and variant of them), so both columns
+    # price the same work; the run's summary cost is not comparable when a run was cut short.
+    spent = Result.objects.filter(run=run, case_id__in=[side.case_pk for side in scored]).aggregate(
+        agent=Sum("agent_cost", default=Decimal(0)), judge=Sum("judge_cost", default=Decimal(0))
+    )
     return Totals(
         passed=sum(1 for side in scored if side.status == CASE_PASS),
         failed=sum(1 for side in scored if side.status == CASE_FAIL),
         errored=sum(1 for side in scored if side.status == CASE_ERROR),
         scored=len(scored),
         average=round(sum(scores) / len(scores), 2) if scores else None,
-        cost=float(run.agent_cost + run.judge_cost),
+        cost=float(spent["agent"] + spent["judge"]),
         duration=run_duration_seconds(run),
     )
 

@@ -99,7 +99,7 @@ def _converse(adapter: Any, case: RunCase, run: Run, outcome: Outcome, trace: di
             conversation=list(conversation),
             documents=documents,
             document_context=data.get("document_context", ""),
-            case_id=case.case_id or str(case.position + 1),
+            case_id=case.case_id or str(case.display_number),
             run_id=run.pk,
             trace=trace,
         )

@@ -91,27 +91,35 @@ def export_filename(run: Run, extension: str) -> str:
 # ---- JSON -----------------------------------------------------------------------------
 
 
-def run_export_data(run: Run) -> dict[str, Any]:
+def run_url(run: Run, site_url: str | None = None) -> str:
+    """The run page's absolute address: `site_url` (evalsite.links.site_url of the request), else SITE_URL."""
+    return (site_url or settings.SITE_URL).rstrip("/") + reverse("runs:detail", args=[run.agent_id, run.pk])
+
+
+def run_export_data(run: Run, *, site_url: str | None = None) -> dict[str, Any]:
     results = list(selectors.result_list(run=run))
     return {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
         "exported_at": _iso(timezone.now()),
-        "run": _run_data(run, results),
+        "run": _run_data(run, results, site_url=site_url),
         "results": [_result_data(result) for result in results],
     }
 
 
-def run_export_json(run: Run) -> bytes:
-    return json.dumps(run_export_data(run), ensure_ascii=False, indent=2, default=_json_default).encode()
+def run_export_json(run: Run, *, site_url: str | None = None) -> bytes:
+    return json.dumps(
+        run_export_data(run, site_url=site_url), ensure_ascii=False, indent=2, default=_json_default
+    ).encode()
 
 
-def _run_data(run: Run, results: list[Result]) -> dict[str, Any]:
+def _run_data(run: Run, results: list[Result], *, site_url: str | None = None) -> dict[str, Any]:
     main = [result for result in results if result.variant == 0]
     scored = [result for result in main if result.is_finished]
+    cases = selectors.run_counts(run=run, outcomes=selectors.case_outcome_list(run=run)).as_dict()["cases"]
     return {
         "id": run.pk,
-        "url": settings.SITE_URL.rstrip("/") + reverse("runs:detail", args=[run.agent_id, run.pk]),
+        "url": run_url(run, site_url),
         "agent": {"id": run.agent_id, "name": run.agent.name, "kind": run.agent.kind},
         "agent_version": run.agent_version.number,
         "dataset": {"id": run.dataset_id, "name": run.dataset_name},
@@ -132,6 +140,9 @@ def _run_data(run: Run, results: list[Result]) -> dict[str, Any]:
         "skipped": sum(1 for result in main if result.status == Result.Status.SKIPPED),
         "pass_rate": round(run.passed / len(main), 4) if main else None,
         "scored": len(scored),
+        # The counts above are per request (every repeat); per case, a case passes only
+        # when every one of its repeats passed.
+        "cases": cases,
         "average_score": run.current_average,
         "robustness": run.robustness,
         "consistency": run.consistency,
@@ -154,7 +165,7 @@ def _result_data(result: Result) -> dict[str, Any]:
     case = result.case
     data["case"] = {
         "position": case.position,
-        "number": case.position + 1,
+        "number": case.display_number,  # the case's number in its dataset
         "case_id": case.case_id,
         "question": case.question,
         "expected_answer": case.expected_answer,
@@ -188,7 +199,7 @@ def _result_row(run: Run, result: Result) -> list[Any]:
     case = result.case
     return [
         run.pk,
-        case.position + 1,
+        case.display_number,
         case.case_id,
         result.repeat + 1,
         result.variant,
@@ -209,7 +220,7 @@ def _result_row(run: Run, result: Result) -> list[Any]:
         float(result.agent_cost),
         float(result.judge_cost),
         result.trace_id,
-        _iso(result.finished_at) or "",
+        result.finished_at,  # ISO text in CSV, a date cell in XLSX
     ]
 
 
@@ -221,10 +232,11 @@ def _scorer_text(row: dict[str, Any]) -> str:
     return f"{row.get('label') or row.get('name')}: {shown}{verdict}"
 
 
-def _summary_rows(run: Run) -> list[tuple[str, Any]]:
-    data = _run_data(run, list(Result.objects.filter(run=run).only("variant", "status")))
+def _summary_rows(run: Run, site_url: str | None = None) -> list[tuple[str, Any]]:
+    data = _run_data(run, list(Result.objects.filter(run=run).only("variant", "status")), site_url=site_url)
     return [
         ("Run", f"#{run.pk}"),
+        ("Link", data["url"]),
         ("Agent", f"{data['agent']['name']} (version {data['agent_version']})"),
         ("Dataset", run.dataset_name),
         ("Status", run.get_status_display()),
@@ -237,6 +249,12 @@ def _summary_rows(run: Run) -> list[tuple[str, Any]]:
         ("Errors", run.errored),
         ("Not run", data["skipped"]),
         ("Pass rate", data["pass_rate"]),
+        ("Cases", data["cases"]["total"]),
+        ("Cases passed (every repeat passed)", data["cases"]["passed"]),
+        ("Cases failed", data["cases"]["failed"]),
+        ("Cases with errors", data["cases"]["errored"]),
+        ("Cases not run", data["cases"]["skipped"]),
+        ("Flaky cases (repeats disagree)", data["cases"]["flaky"]),
         ("Average score (0-10)", None if run.current_average is None else round(run.current_average, 2)),
         ("Robustness (smoke variants passed)", run.robustness),
         ("Consistency (mean score spread across repeats)", run.consistency),
@@ -244,8 +262,9 @@ def _summary_rows(run: Run) -> list[tuple[str, Any]]:
         ("Judge tokens", run.judge_tokens),
         ("Agent cost (USD)", float(run.agent_cost)),
         ("Judge cost (USD)", float(run.judge_cost)),
-        ("Started", data["started_at"] or data["created_at"]),
-        ("Finished", data["finished_at"] or ""),
+        ("Case pass rate (every repeat passed)", data["cases"]["pass_rate"]),
+        ("Started", run.started_at or run.created_at),
+        ("Finished", run.finished_at),
         ("Duration (s)", None if data["duration_seconds"] is None else round(data["duration_seconds"], 1)),
         ("Summary", run.summary or run.summary_note),
     ]
@@ -254,6 +273,8 @@ def _summary_rows(run: Run) -> list[tuple[str, Any]]:
 def _cell_text(value: Any) -> Any:
     if value is None:
         return ""
+    if isinstance(value, datetime):
+        return value.isoformat()
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
@@ -271,64 +292,127 @@ def run_export_csv(run: Run) -> str:
 
 
 def _xlsx_cell(value: Any) -> Any:
+    if isinstance(value, datetime):
+        # Excel has no time zones: the local time of the console, as the pages show it.
+        return timezone.localtime(value).replace(tzinfo=None)
     value = _cell_text(value)
     if isinstance(value, str):
         value = _ILLEGAL_XML.sub("", value)[:XLSX_CELL_LIMIT]
     return value
 
 
-def run_export_xlsx(run: Run) -> bytes:
+# Results sheet: each column's width (characters) and, for text, whether it wraps.
+XLSX_WIDTHS = {"question": 48, "expected_answer": 48, "actual_answer": 56, "reasoning": 56, "error": 36}
+XLSX_WRAPPED = {"question", "expected_answer", "actual_answer", "error", "reasoning", "scorers", "tool_calls"}
+XLSX_NARROW = {"run_id": 8, "case_number": 8, "repeat": 8, "variant": 8, "score": 8, "status": 10}
+DATE_FORMAT = "yyyy-mm-dd hh:mm:ss"
+USD_FORMAT = '"$"#,##0.0000'
+XLSX_FORMATS = {
+    "score": "0.0",
+    "finished_at": DATE_FORMAT,
+    "agent_cost_usd": USD_FORMAT,
+    "judge_cost_usd": USD_FORMAT,
+}
+SUMMARY_FORMATS = {
+    "Pass rate": "0.0%",
+    "Case pass rate (every repeat passed)": "0.0%",
+    "Robustness (smoke variants passed)": "0.0%",
+    "Agent cost (USD)": USD_FORMAT,
+    "Judge cost (USD)": USD_FORMAT,
+    "Started": DATE_FORMAT,
+    "Finished": DATE_FORMAT,
+}
+
+
+def run_export_xlsx(run: Run, *, site_url: str | None = None) -> bytes:
+    """Summary first, then Results: a bold, frozen header with a filter, sized and wrapped
+    columns, dates as dates and rates as percentages (write-only mode: one pass, low memory)."""
     from openpyxl import Workbook
-    from openpyxl.styles import Font
+    from openpyxl.styles import Alignment, Font
+    from openpyxl.utils import get_column_letter
 
     workbook = Workbook(write_only=True)
-    results = workbook.create_sheet("Results")
-    results.freeze_panes = "A2"
-    results.append([_bold(results, name, Font) for name in CSV_COLUMNS])
-    for result in selectors.result_list(run=run):
-        results.append([_xlsx_cell(value) for value in _result_row(run, result)])
+    top, wrap = Alignment(vertical="top"), Alignment(vertical="top", wrap_text=True)
+    bold = Font(bold=True)
+
     summary = workbook.create_sheet("Summary")
     summary.column_dimensions["A"].width = 44
     summary.column_dimensions["B"].width = 80
-    for label, value in _summary_rows(run):
-        summary.append([_xlsx_cell(label), _xlsx_cell(value)])
+    for label, value in _summary_rows(run, site_url):
+        summary.append(
+            [
+                _styled(summary, label, font=bold, alignment=top),
+                _styled(summary, value, number_format=SUMMARY_FORMATS.get(label), alignment=wrap),
+            ]
+        )
+
+    results = workbook.create_sheet("Results")
+    results.freeze_panes = "A2"
+    for index, name in enumerate(CSV_COLUMNS, start=1):
+        width = XLSX_WIDTHS.get(name) or XLSX_NARROW.get(name) or max(12, len(name) + 2)
+        results.column_dimensions[get_column_letter(index)].width = width
+    results.append([_styled(results, name, font=bold) for name in CSV_COLUMNS])
+    styles = [(XLSX_FORMATS.get(name), wrap if name in XLSX_WRAPPED else top) for name in CSV_COLUMNS]
+    rows = 0
+    for result in selectors.result_list(run=run):
+        values = _result_row(run, result)
+        results.append(
+            [
+                _styled(results, value, number_format=number_format, alignment=alignment)
+                for value, (number_format, alignment) in zip(values, styles, strict=True)
+            ]
+        )
+        rows += 1
+    results.auto_filter.ref = f"A1:{get_column_letter(len(CSV_COLUMNS))}{rows + 1}"
     buffer = io.BytesIO()
     workbook.save(buffer)
     return buffer.getvalue()
 
 
-def _bold(sheet: Any, name: str, font: Any) -> Any:
+def _styled(
+    sheet: Any, value: Any, *, font: Any = None, alignment: Any = None, number_format: str | None = None
+) -> Any:
     from openpyxl.cell import WriteOnlyCell
 
-    cell = WriteOnlyCell(sheet, value=name)
-    cell.font = font(bold=True)
+    cell = WriteOnlyCell(sheet, value=_xlsx_cell(value))
+    if font is not None:
+        cell.font = font
+    if alignment is not None:
+        cell.alignment = alignment
+    if number_format and value is not None:
+        cell.number_format = number_format
     return cell
 
 
 # ---- the standalone HTML report ------------------------------------------------------
 
 
-def run_report_context(run: Run) -> dict[str, Any]:
+def run_report_context(run: Run, *, site_url: str | None = None) -> dict[str, Any]:
     outcomes = selectors.case_outcome_list(run=run, with_tags=True)
     cards = selectors.case_card_list(run=run, outcomes=outcomes)
     threshold = run.scoring.get("pass_threshold", 7)
-    main_total = len(outcomes)  # cases
     counts = selectors.case_filter_counts(outcomes)
+    # The headline counts requests, as the run page, the CI gate and the other exports do;
+    # the per-case figures are shown beside them (run_counts explains both).
+    figures = selectors.run_counts(run=run, outcomes=outcomes)
+    requests = figures.requests
     return {
         "run": run,
+        "run_url": run_url(run, site_url),
         "cards": cards,
         "counts": counts,
-        "case_total": main_total,
-        "skipped": sum(1 for outcome in outcomes if outcome.status == selectors.CASE_SKIPPED),
+        "figures": figures,
+        "case_total": len(outcomes),
+        "skipped": figures.skipped,
         "histogram": charts.score_histogram(selectors.run_scores(run=run), threshold=threshold),
         "tag_chart": charts.tag_pass_rates(outcomes),
         "duration": selectors.run_duration_seconds(run),
         "generated_at": timezone.now(),
-        "pass_percent": round(100 * counts["passed"] / main_total) if main_total else 0,
-        "fail_percent": round(100 * counts["failed"] / main_total) if main_total else 0,
-        "error_percent": round(100 * counts["error"] / main_total) if main_total else 0,
+        "pass_percent": round(100 * figures.passed / requests) if requests else 0,
+        "fail_percent": round(100 * figures.failed / requests) if requests else 0,
+        "error_percent": round(100 * figures.errored / requests) if requests else 0,
     }
 
 
-def run_export_html(run: Run) -> str:
-    return render_to_string("runs/report.html", run_report_context(run))
+def run_export_html(run: Run, *, site_url: str | None = None) -> str:
+    return render_to_string("runs/report.html", run_report_context(run, site_url=site_url))

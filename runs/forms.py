@@ -42,6 +42,7 @@ class ResultViewForm(forms.Form):
     offset = forms.IntegerField(min_value=0, required=False)
     upto = forms.IntegerField(min_value=0, required=False)
     seen = forms.CharField(required=False, max_length=20_000)
+    expand = forms.BooleanField(required=False)  # every card open ("Expand all")
 
     def view(self) -> dict[str, Any]:
         data = self.cleaned_data if self.is_valid() else {}
@@ -52,6 +53,8 @@ class ResultViewForm(forms.Form):
             "offset": data.get("offset") or 0,
             "upto": data.get("upto"),
             "seen": data.get("seen") or "",
+            # "1" or "", so the query tag keeps it in links only when set.
+            "expand": "1" if data.get("expand") else "",
         }
 
 

@@ -113,7 +113,11 @@ class RunCase(models.Model):
     """A test case as it was when the run was created: the run's snapshot of its dataset."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="cases")
+    # The run's own order (0-based); a re-run numbers its copies from 0.
     position = models.PositiveIntegerField()
+    # The case's number in its dataset (1-based, as the dataset page shows it), kept by
+    # re-runs and verifications: "Case 11" of a re-run is case 11 of the dataset.
+    number = models.PositiveIntegerField(default=0)
     source_case = models.ForeignKey(
         "datasets.TestCase", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -129,6 +133,10 @@ class RunCase(models.Model):
 
     def __str__(self) -> str:
         return self.question[:80]
+
+    @property
+    def display_number(self) -> int:
+        return self.number or self.position + 1
 
 
 class Result(models.Model):

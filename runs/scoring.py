@@ -19,6 +19,8 @@ from evalsite.text import jaccard, key_points, point_covered, tokens
 # Verdict bands, from the top: a score at or above the bound gets the label.
 BANDS = ((9, "Comprehensive"), (7, "Correct"), (4, "Partially correct"), (0, "Incorrect"))
 DEFAULT_THRESHOLD = 7
+# Scorer rows that fail a case on their own, whatever the judge's score.
+GATING_SCORERS = ("trajectory",)
 # The judge reads at most this much document text; the facts it needs sit in the expected answer.
 JUDGE_CONTEXT_CHARS = 8_000
 # ROUGE-L is quadratic in length: longer texts are compared on their first tokens.
@@ -127,7 +129,7 @@ def score_case(
     threshold = scoring.get("pass_threshold", DEFAULT_THRESHOLD)
     passed = judgment.score >= threshold
     reasoning = judgment.reasoning
-    trajectory = next((row for row in rows if row.name == "trajectory"), None)
+    trajectory = next((row for row in rows if row.name in GATING_SCORERS), None)
     if trajectory is not None and trajectory.passed is False:
         passed = False
         reasoning = f"{reasoning}\n\nThe tool trajectory check failed: {trajectory.detail}"
@@ -239,7 +241,16 @@ def offline_judgment(evaluation: Evaluation) -> Judgment:
         parts.append("Covered: " + "; ".join(f"“{_clip(point)}”" for point in covered) + ".")
     if missed:
         parts.append("Missed: " + "; ".join(f"“{_clip(point)}”" for point in missed) + ".")
-    return Judgment(score=score, verdict=verdict_for(score), reasoning=" ".join(parts))
+    return Judgment(score=score, verdict=offline_verdict(len(covered), len(points)), reasoning=" ".join(parts))
+
+
+def offline_verdict(covered: int, points: int) -> str:
+    """The offline scorer's own words: what it counted, never a judge's band ("Comprehensive")."""
+    if covered >= points:
+        return "All key points"
+    if covered == 0:
+        return "No key point"
+    return f"{covered} of {points} key points"
 
 
 def _assistant_text(evaluation: Evaluation) -> str:

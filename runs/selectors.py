@@ -17,10 +17,10 @@ from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import connections
-from django.db.models import Case, Q, QuerySet, Value, When
+from django.db.models import Case, Count, Q, QuerySet, Value, When
 from django.shortcuts import get_object_or_404
 
-from agents.models import Agent
+from agents.models import Agent, AgentVersion
 from runs.models import Result, Run, RunCase
 
 # Case-level statuses. A case passes only when every repeat passed; otherwise the worst
@@ -35,6 +35,7 @@ FILTERS = {
     "passed": "Passed",
     "failed": "Failed",
     "error": "Error",
+    "not_run": "Not run",  # a stopped or failed run's cases that never ran
     "flaky": "Flaky",
 }
 SORTS = {
@@ -100,9 +101,102 @@ def run_compare_default(*, run: Run) -> Run | None:
     return run_compare_candidates(run=run).order_by(earlier_first, "-created_at", "-id").first()
 
 
+def agent_run_blocker(*, agent: Agent) -> str:
+    """Why no run of this agent can start (an llm agent without a model, an http agent
+    without a URL...), or "" when it can. The adapter's own check, so the button, the
+    API and the run agree with what would fail the run on its first case."""
+    version = agent.current_version
+    if version is None:
+        return "This agent has no configuration version yet."
+    return version_run_blocker(version=version)
+
+
+def version_run_blocker(*, version: AgentVersion) -> str:
+    from agents.adapters import AgentConfigError, adapter_for
+
+    try:
+        adapter_for(version).check()
+    except AgentConfigError as error:
+        return error.message
+    return ""
+
+
 def run_main_total(*, run: Run) -> int:
     """How many results count in the pass rate: every repeat of every case, variants excluded."""
     return Result.objects.filter(run=run, variant=0).count()
+
+
+@dataclass
+class RunCounts:
+    """A run's figures under the one definition Evalsite uses, and the other as a detail.
+
+    The definition: per request, every repeat of every case as written (what the run's
+    counters, the CI gate, the API and the exports count; smoke variants are apart). The
+    detail: per case, where a case passes only when every one of its repeats passed (what
+    the cards, the filters and the comparison show).
+    """
+
+    requests: int
+    passed: int
+    failed: int
+    errored: int
+    skipped: int
+    cases: int
+    cases_passed: int
+    cases_failed: int
+    cases_errored: int
+    cases_skipped: int
+    cases_flaky: int
+    repeats: int
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.requests if self.requests else None
+
+    @property
+    def case_pass_rate(self) -> float | None:
+        return self.cases_passed / self.cases if self.cases else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "passed": self.passed,
+            "failed": self.failed,
+            "errored": self.errored,
+            "skipped": self.skipped,
+            "pass_rate": None if self.pass_rate is None else round(self.pass_rate, 4),
+            "cases": {
+                "total": self.cases,
+                "passed": self.cases_passed,
+                "failed": self.cases_failed,
+                "errored": self.cases_errored,
+                "skipped": self.cases_skipped,
+                "flaky": self.cases_flaky,
+                "pass_rate": None if self.case_pass_rate is None else round(self.case_pass_rate, 4),
+            },
+        }
+
+
+def run_counts(*, run: Run, outcomes: list[CaseOutcome]) -> RunCounts:
+    """Both definitions of the run's counts (one aggregate query; the outcomes are the cases')."""
+    main = Result.objects.filter(run=run, variant=0).aggregate(
+        requests=Count("id"),
+        passed=Count("id", filter=Q(status=Result.Status.PASS)),
+        failed=Count("id", filter=Q(status=Result.Status.FAIL)),
+        errored=Count("id", filter=Q(status=Result.Status.ERROR)),
+        skipped=Count("id", filter=Q(status=Result.Status.SKIPPED)),
+    )
+    cases = case_filter_counts(outcomes)
+    return RunCounts(
+        **main,
+        cases=len(outcomes),
+        cases_passed=cases["passed"],
+        cases_failed=cases["failed"],
+        cases_errored=cases["error"],
+        cases_skipped=sum(1 for outcome in outcomes if outcome.status == CASE_SKIPPED),
+        cases_flaky=cases["flaky"],
+        repeats=max(1, int(run.scoring.get("number_of_requests") or 1)),
+    )
 
 
 def result_list(*, run: Run) -> QuerySet[Result]:
@@ -120,6 +214,8 @@ class CaseOutcome:
     case_pk: int
     position: int
     status: str = CASE_PENDING
+    # The case's number in its dataset (RunCase.number; 0 on rows from before it existed).
+    case_number: int = 0
     done: bool = False
     flaky: bool = False
     score: float | None = None
@@ -128,7 +224,7 @@ class CaseOutcome:
 
     @property
     def number(self) -> int:
-        return self.position + 1
+        return self.case_number or self.position + 1
 
     def matches(self, name: str) -> bool:
         if name == "passed":
@@ -137,6 +233,8 @@ class CaseOutcome:
             return self.status == CASE_FAIL
         if name == "error":
             return self.status == CASE_ERROR
+        if name == "not_run":
+            return self.status == CASE_SKIPPED
         if name == "flaky":
             return self.flaky
         return True
@@ -152,7 +250,8 @@ SELECT r.case_id, MIN(c.position),
   MAX(CASE WHEN r.variant = 0 THEN (CASE r.status WHEN %s THEN 1 WHEN %s THEN 2 WHEN %s THEN 3 END) END),
   MIN(CASE WHEN r.variant = 0 THEN (CASE r.status WHEN %s THEN 1 WHEN %s THEN 2 WHEN %s THEN 3 END) END),
   AVG(CASE WHEN r.variant = 0 AND r.status IN (%s, %s, %s) THEN r.score END),
-  AVG(CASE WHEN r.variant = 0 AND r.status IN (%s, %s, %s) THEN r.duration_ms END)
+  AVG(CASE WHEN r.variant = 0 AND r.status IN (%s, %s, %s) THEN r.duration_ms END),
+  MIN(c.number)
 FROM {result} r INNER JOIN {case} c ON c.id = r.case_id
 WHERE r.run_id = %s
 GROUP BY r.case_id
@@ -178,11 +277,12 @@ def case_outcome_list(*, run: Run, with_tags: bool = False) -> list[CaseOutcome]
 
 
 def _outcome(row: tuple[Any, ...], tags: list[str] | None) -> CaseOutcome:
-    case_pk, position, unfinished, worst, best, score, duration = row
+    case_pk, position, unfinished, worst, best, score, duration, number = row
     return CaseOutcome(
         case_pk,
         position,
         CASE_PENDING if unfinished else _BY_RANK.get(worst, CASE_SKIPPED),
+        int(number or 0),
         not unfinished,
         # Repeats that disagree: one passed and another did not.
         best == 1 and (worst or 0) > 1,
@@ -195,7 +295,7 @@ def _outcome(row: tuple[Any, ...], tags: list[str] | None) -> CaseOutcome:
 def case_filter_counts(outcomes: list[CaseOutcome]) -> dict[str, int]:
     counts = dict.fromkeys(FILTERS, 0)
     counts["all"] = len(outcomes)
-    names = {CASE_PASS: "passed", CASE_FAIL: "failed", CASE_ERROR: "error"}
+    names = {CASE_PASS: "passed", CASE_FAIL: "failed", CASE_ERROR: "error", CASE_SKIPPED: "not_run"}
     for outcome in outcomes:
         if outcome.status in names:
             counts[names[outcome.status]] += 1
@@ -225,7 +325,12 @@ def case_page(outcomes: list[CaseOutcome], *, filter_name: str, sort: str, after
         more = len(chosen) > CARDS_PER_PAGE
         upto = page[-1].position + 1 if more else None
         return CasePage(page, next_after=upto, upto=upto)
-    chosen = [o for o in outcomes if o.done and o.status != CASE_SKIPPED and o.matches(filter_name)]
+    # Sorted by score or time, cases that never ran have nothing to sort on: only their own filter shows them.
+    chosen = [
+        o
+        for o in outcomes
+        if o.done and (o.status != CASE_SKIPPED or filter_name == "not_run") and o.matches(filter_name)
+    ]
     chosen.sort(key=_sort_key(sort))
     page = chosen[offset : offset + CARDS_PER_PAGE]
     more = len(chosen) > offset + CARDS_PER_PAGE
@@ -253,6 +358,19 @@ class CaseCard:
     @property
     def primary(self) -> Result | None:
         return self.attempts[0] if self.attempts else None
+
+    @property
+    def failed_checks(self) -> list[dict[str, Any]]:
+        """The deterministic checks (the tool trajectory) that failed the case whatever its
+        score, one row per check (from the first attempt where it failed)."""
+        from runs.scoring import GATING_SCORERS
+
+        failed: dict[str, dict[str, Any]] = {}
+        for attempt in self.attempts:
+            for row in attempt.scorers or []:
+                if row.get("name") in GATING_SCORERS and row.get("passed") is False:
+                    failed.setdefault(str(row["name"]), row)
+        return list(failed.values())
 
     @property
     def spread(self) -> float | None:

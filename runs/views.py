@@ -24,9 +24,11 @@ from agents.models import Agent
 from agents.selectors import agent_get_for_user
 from datasets.models import Dataset, Document
 from evalsite.http import AuthedRequest
+from evalsite.links import site_url
 from runs import charts, comparison, engine, exporters, selectors, services
 from runs.forms import CompareForm, RerunForm, ResultViewForm
 from runs.models import Run
+from suggestions.selectors import PanelState, suggestion_panel_get
 
 RUNS_PER_PAGE = 30
 # The list poll refreshes at most this many cards (the active ones the page shows).
@@ -191,7 +193,7 @@ def run_detail(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespon
     outcomes = selectors.case_outcome_list(run=run, with_tags=True)
     context = {
         **_results_context(agent, run, outcomes, view),
-        **_summary_context(run),
+        **_summary_context(run, outcomes),
         **_charts_context(run, outcomes),
         "parent": run.parent,
         "related": list(selectors.run_related_list(run=run)[:10]),
@@ -221,10 +223,14 @@ def _live(request: AuthedRequest, agent: Agent, run: Run, view: dict[str, Any]) 
         "seen": selectors.seen_encode({o.position for o in outcomes if o.done}),
         "settled": settled,
         "oob": True,
-        **_summary_context(run),
+        **_summary_context(run, outcomes),
     }
     if settled or (fresh and not run.is_active):
         context.update(_charts_context(run, selectors.case_outcome_list(run=run, with_tags=True)))
+    if not run.is_active and request.GET.get("panel") == PanelState.ACTIVE:
+        # The page still shows "suggestions come when the run finishes": this response, which
+        # is the first to show the run ended, brings the panel (the panel polls itself after).
+        context.update(panel=suggestion_panel_get(agent=agent, run=run), panel_oob=True)
     return render(request, "runs/partials/run_live.html", context, status=HTMX_STOP_POLLING if settled else 200)
 
 
@@ -244,9 +250,8 @@ def run_results(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespo
     response = render(request, "runs/partials/result_list.html", context)
     # The address bar shows the run page with this filter and order, so a reload or a shared
     # link opens the same view.
-    query = urlencode(
-        {k: v for k, v in (("filter", view["filter"]), ("sort", view["sort"])) if v not in ("all", "position")}
-    )
+    state = (("filter", view["filter"]), ("sort", view["sort"]), ("expand", view["expand"]))
+    query = urlencode({k: v for k, v in state if v not in ("all", "position", "")})
     return push_url(response, reverse("runs:detail", args=[agent.pk, run.pk]) + (f"?{query}" if query else ""))
 
 
@@ -255,7 +260,7 @@ def _results_context(agent: Agent, run: Run, outcomes: list, view: dict[str, Any
         outcomes, filter_name=view["filter"], sort=view["sort"], after=view["after"], offset=view["offset"]
     )
     cards = {card.outcome.case_pk: card for card in selectors.case_card_list(run=run, outcomes=page.outcomes)}
-    base = {"filter": view["filter"], "sort": view["sort"]}
+    base = {"filter": view["filter"], "sort": view["sort"], **({"expand": "1"} if view["expand"] else {})}
     more_params = (
         {**base, "after": page.next_after} if page.next_after is not None else {**base, "offset": page.next_offset}
     )
@@ -283,11 +288,14 @@ def _filter_tabs(outcomes: list) -> list[tuple[str, str, int]]:
     return [(name, label, counts[name]) for name, label in selectors.FILTERS.items()]
 
 
-def _summary_context(run: Run) -> dict[str, Any]:
+def _summary_context(run: Run, outcomes: list) -> dict[str, Any]:
+    repeats = int(run.scoring.get("number_of_requests") or 1)
     return {
         "duration": selectors.run_duration_seconds(run, now=timezone.now()),
-        "repeats": int(run.scoring.get("number_of_requests") or 1),
+        "repeats": repeats,
         "threshold": run.scoring.get("pass_threshold", 7),
+        # With repeats, the per-case figures are shown beside the per-request counts.
+        "figures": selectors.run_counts(run=run, outcomes=outcomes) if repeats > 1 else None,
     }
 
 
@@ -349,7 +357,11 @@ def _download(content: bytes | str, content_type: str, filename: str) -> HttpRes
 @require_GET
 def export_json(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
     _, run = _get_run_for_user(request, agent_id, run_id)
-    return _download(exporters.run_export_json(run), "application/json", exporters.export_filename(run, "json"))
+    return _download(
+        exporters.run_export_json(run, site_url=site_url(request)),
+        "application/json",
+        exporters.export_filename(run, "json"),
+    )
 
 
 @login_required
@@ -366,14 +378,20 @@ def export_csv(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespon
 def export_xlsx(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
     _, run = _get_run_for_user(request, agent_id, run_id)
     content_type = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-    return _download(exporters.run_export_xlsx(run), content_type, exporters.export_filename(run, "xlsx"))
+    return _download(
+        exporters.run_export_xlsx(run, site_url=site_url(request)), content_type, exporters.export_filename(run, "xlsx")
+    )
 
 
 @login_required
 @require_GET
 def export_html(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
     _, run = _get_run_for_user(request, agent_id, run_id)
-    return _download(exporters.run_export_html(run), "text/html; charset=utf-8", exporters.export_filename(run, "html"))
+    return _download(
+        exporters.run_export_html(run, site_url=site_url(request)),
+        "text/html; charset=utf-8",
+        exporters.export_filename(run, "html"),
+    )
 
 
 # ---- documents for HTTP agents ------------------------------------------------------------

@@ -66,6 +66,8 @@ class SuggestionGeneration(models.Model):
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
     offline = models.BooleanField(default=False, help_text="Generated without a model")
     error = models.TextField(blank=True)
+    # Why some failing cases got no suggestion (e.g. their expected answer is a refusal), shown on the panel.
+    notes = models.JSONField(default=list, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
     queued_at = models.DateTimeField()

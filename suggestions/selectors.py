@@ -39,6 +39,7 @@ class CaseChange:
     parent_position: int
     position: int
     question: str
+    number: int = 0  # the case's number in its dataset, the same on both runs
 
 
 @dataclass
@@ -101,7 +102,9 @@ class SuggestionPanel:
 
     @property
     def polling(self) -> bool:
-        generating = self.state in (PanelState.ACTIVE, PanelState.GENERATING)
+        # Not while the run is going (ACTIVE): the run page's poll brings the panel when the
+        # run ends, so the page never shows final suggestions beside "Running" and Stop.
+        generating = self.state == PanelState.GENERATING
         return (
             generating
             or any(v.run.is_active for v in self.verifications)
@@ -206,7 +209,8 @@ def verify_comparison_get(*, parent: Run, run: Run) -> VerifyComparison:
     """
     mapping = _parent_positions(parent, run)
     before, after = case_outcomes(run=parent), case_outcomes(run=run)
-    questions = dict(RunCase.objects.filter(run=run).values_list("position", "question"))
+    copies = {case.position: case for case in RunCase.objects.filter(run=run).only("position", "question", "number")}
+    questions = {position: case.question for position, case in copies.items()}
     fixes, regressions, compared = [], [], []
     passed_before = passed_after = failed_after = failing_before = sampled_passing = 0
     for position, parent_position in sorted(mapping.items()):
@@ -221,7 +225,9 @@ def verify_comparison_get(*, parent: Run, run: Run) -> VerifyComparison:
         passed_before += old == Result.Status.PASS
         passed_after += new == Result.Status.PASS
         failed_after += new != Result.Status.PASS
-        change = CaseChange(parent_position, position, questions.get(position, ""))
+        copy = copies.get(position)
+        number = copy.display_number if copy else parent_position + 1
+        change = CaseChange(parent_position, position, questions.get(position, ""), number)
         if old != Result.Status.PASS and new == Result.Status.PASS:
             fixes.append(change)
         elif old == Result.Status.PASS and new != Result.Status.PASS:

@@ -2,6 +2,7 @@
 
 import logging
 import random
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -131,8 +132,9 @@ def suggestion_generate(*, run_id: int) -> list[Suggestion]:
         _generation_settle(run, SuggestionGeneration.Status.FAILED, message)
         return []
     results = _weak_results(run)
+    notes: list[str] = []
     try:
-        proposals = _proposals_offline(run, results) if offline else _proposals_from_model(run, results)
+        proposals = _proposals_offline(run, results, notes) if offline else _proposals_from_model(run, results)
     except DatabaseError:
         raise  # the task retries database errors; the job stays running meanwhile
     except llm.LLMError as error:
@@ -165,6 +167,7 @@ def suggestion_generate(*, run_id: int) -> list[Suggestion]:
             cases = [cases_by_position[p] for p in proposal.get("cases", []) if p in cases_by_position]
             suggestion.cases.set(cases)
             created.append(suggestion)
+        SuggestionGeneration.objects.filter(run=run).update(notes=notes)
         _generation_settle(run, SuggestionGeneration.Status.DONE)
     return created
 
@@ -246,15 +249,23 @@ def _proposals_from_model(run: Run, results: list[Result]) -> list[dict]:
     return result.data["suggestions"]
 
 
-def _proposals_offline(run: Run, results: list[Result]) -> list[dict]:
+def _proposals_offline(run: Run, results: list[Result], notes: list[str]) -> list[dict]:
     """Without a model: propose the expected answers' facts that the agent's answers missed.
 
     Facts the version's knowledge already states are left out: adding them again would not
-    help (the agent has them and did not find them), only duplicate them.
+    help (the agent has them and did not find them), only duplicate them. A case whose
+    expected answer is a refusal has no fact to add: it is skipped, with a note saying why.
     """
     knowledge = run.agent_version.knowledge
     proposals = []
     for result in results:
+        if is_refusal(result.case.expected_answer):
+            notes.append(
+                f"Case #{result.case.display_number} was skipped: its expected answer is a refusal "
+                f"(“{_cut(result.case.expected_answer.strip(), 160)}”), so it has no fact to add to the knowledge. "
+                "Check how the instructions or guardrails tell the agent to decline."
+            )
+            continue
         missed = [
             p
             for p in key_points(result.case.expected_answer)
@@ -276,6 +287,21 @@ def _proposals_offline(run: Run, results: list[Result]) -> list[dict]:
             }
         )
     return proposals
+
+
+# How an expected answer says "the agent should not know / should decline" (lower case).
+_REFUSAL = re.compile(
+    r"\b(?:does not|doesn't|do not|don't|cannot|can't|can not|is not able to|isn't able to|unable to)\s+"
+    # Not "include", "cover", "provide": "Refunds do not include shipping" is a fact to learn.
+    r"(?:say|state|mention|specify|know|answer)\b"
+    r"|\bno information\b|\bnot (?:mentioned|covered|stated|specified) in\b|\b(?:i'm|i am) sorry\b"
+    r"|\bshould (?:decline|refuse)\b"
+)
+
+
+def is_refusal(expected: str) -> bool:
+    """The expected answer is a refusal ("The knowledge does not say...", "I don't know")."""
+    return bool(_REFUSAL.search(expected.lower().replace("’", "'")))
 
 
 def _merge_similar(proposals: list[dict]) -> list[dict]:
@@ -423,7 +449,7 @@ def suggestion_change_request(*, run: Run, suggestions: list[Suggestion]) -> str
         "",
     ]
     for number, suggestion in enumerate(suggestions, start=1):
-        cases = ", ".join(f"#{case.position + 1}" for case in suggestion.cases.all())
+        cases = ", ".join(f"#{case.display_number}" for case in suggestion.cases.all())
         lines += [f"## {number}. {suggestion.title}", "", f"**Category:** {suggestion.get_category_display()}", ""]
         lines += [suggestion.description, ""]
         if suggestion.proposed_text:

@@ -17,9 +17,10 @@ How a run moves (ARCHITECTURE.md "Runs"):
 from runs.services.execution import MAX_CASE_ATTEMPTS, run_execute_case
 from runs.services.lifecycle import run_fail, run_finish, run_stop
 from runs.services.reaper import run_reap
-from runs.services.start import run_rerun, run_start
+from runs.services.start import AGENT_NOT_RUNNABLE, run_rerun, run_start
 
 __all__ = [
+    "AGENT_NOT_RUNNABLE",
     "MAX_CASE_ATTEMPTS",
     "run_execute_case",
     "run_fail",

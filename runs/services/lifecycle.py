@@ -119,7 +119,11 @@ def _run_summarize(run: Run) -> None:
     elif run.completed == 0:
         note = "No summary: no case finished."
     elif not llm.is_configured("llm"):
-        note = "No summary: no model is configured. The figures above are complete."
+        note = "No summary: no model is configured. " + (
+            _stopped_text(run, ending="so the figures above cover only the {finished} that finished.")
+            if run.status == Run.Status.STOPPED
+            else "The figures above are complete."
+        )
     else:
         try:
             result = llm.complete(_summary_messages(run), task="summary", temperature=0.2, trace={"run": run.pk})
@@ -137,9 +141,29 @@ def _run_summarize(run: Run) -> None:
     )
 
 
+def _stopped_text(run: Run, *, ending: str) -> str:
+    """ "The run was stopped: 3 of its 4 results were not run, <ending>" (cases as written)."""
+    main = Result.objects.filter(run=run, variant=0)
+    total = main.count()
+    skipped = main.filter(status=Result.Status.SKIPPED).count()
+    finished = main.filter(status__in=Result.FINISHED_STATUSES).count()
+    return (
+        f"The run was stopped: {skipped} of its {total} result{'s' if total != 1 else ''} "
+        f"{'was' if skipped == 1 else 'were'} not run, " + ending.format(finished=finished)
+    )
+
+
 def _summary_messages(run: Run) -> list[dict[str, str]]:
+    stopped = (
+        " "
+        + _stopped_text(run, ending="so the figures cover only the {finished} that finished: say so.").replace(
+            "The run was stopped:", "The run was stopped before it finished:"
+        )
+        if run.status == Run.Status.STOPPED
+        else ""
+    )
     lines = [
-        f"Dataset: {run.dataset_name}. Status: {run.get_status_display()}.",
+        f"Dataset: {run.dataset_name}. Status: {run.get_status_display()}.{stopped}",
         f"Cases passed {run.passed}, failed {run.failed}, errors {run.errored}; average score "
         + (f"{run.average_score:.1f}/10" if run.average_score is not None else "n/a")
         + (f"; smoke-test robustness {run.robustness:.0%}" if run.robustness is not None else "")

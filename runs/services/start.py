@@ -14,8 +14,13 @@ from agents.models import Agent, AgentVersion
 from datasets.models import Dataset, TestCase
 from datasets.services import CASE_FIELDS, SCORING_FIELDS
 from evalsite import llm
+from runs import selectors
 from runs.models import Result, Run, RunCase
 from runs.services.dispatch import fill_window
+
+# The ValidationError code of a start refused because of the agent (not the dataset):
+# the API answers it with 422.
+AGENT_NOT_RUNNABLE = "agent_not_runnable"
 
 # A case's fields that RunCase keeps in its `data` snapshot; the rest are RunCase columns.
 SNAPSHOT_FIELDS = tuple(name for name in CASE_FIELDS if name not in ("question", "expected_answer", "case_id"))
@@ -41,7 +46,7 @@ def run_start(*, agent: Agent, dataset: Dataset, user: User | None, request_key:
                 version=version,
                 dataset=dataset,
                 scoring={name: getattr(dataset, name) for name in SCORING_FIELDS},
-                snapshots=[_case_snapshot(case) for case in cases],
+                snapshots=[_case_snapshot(case, number=index) for index, case in enumerate(cases, start=1)],
                 user=user,
                 request_key=request_key,
             )
@@ -76,9 +81,12 @@ def run_rerun(
     cases = list(run.cases.filter(chosen).distinct().order_by("position"))
     if not cases:
         raise ValidationError("This run has no failed cases to re-run.")
+    if blocker := selectors.version_run_blocker(version=version or run.agent_version):
+        raise ValidationError(blocker, code=AGENT_NOT_RUNNABLE)
     snapshots = [
         {
             "source_case_id": c.source_case_id,
+            "number": c.display_number,
             "case_id": c.case_id,
             "question": c.question,
             "expected_answer": c.expected_answer,
@@ -112,17 +120,20 @@ def _check_startable(agent: Agent, dataset: Dataset) -> None:
         raise ValidationError("This dataset is still being prepared. Run it once it is Ready.")
     if dataset.status == Dataset.Status.FAILED:
         raise ValidationError("This dataset failed to import, so it has no cases to run.")
-    if agent.current_version_id is None:
-        raise ValidationError("This agent has no configuration version yet.")
     if not dataset.cases.exists():
         raise ValidationError("This dataset has no test cases yet. Add or generate some first.")
+    if blocker := selectors.agent_run_blocker(agent=agent):
+        # The agent itself cannot answer (e.g. an llm agent with no model): refused here
+        # rather than started and failed on its first case.
+        raise ValidationError(blocker, code=AGENT_NOT_RUNNABLE)
 
 
-def _case_snapshot(case: TestCase) -> dict[str, Any]:
+def _case_snapshot(case: TestCase, *, number: int) -> dict[str, Any]:
     data = {name: getattr(case, name) for name in SNAPSHOT_FIELDS}
     data["documents"] = [{"id": d.pk, "name": d.original_name, "file_type": d.file_type} for d in case.documents.all()]
     return {
         "source_case_id": case.pk,
+        "number": number,  # as the dataset page numbers it
         "case_id": case.case_id,
         "question": case.question,
         "expected_answer": case.expected_answer,

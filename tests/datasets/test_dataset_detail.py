@@ -140,3 +140,31 @@ def test_post_is_not_allowed(client_alice, agent):
 @pytest.mark.django_db
 def test_unknown_dataset_is_404(client_alice, agent):
     assert client_alice.get(reverse("datasets:detail", args=[agent.pk, 999999])).status_code == 404
+
+
+@pytest.mark.django_db
+def test_run_button_is_disabled_for_an_llm_agent_without_a_model(client_alice, team, no_llm):
+    from agents.models import Agent
+    from tests.factories import AgentFactory
+
+    dataset = DatasetFactory(agent=AgentFactory(team=team, kind=Agent.Kind.LLM))
+    TestCaseFactory(dataset=dataset)
+
+    html = client_alice.get(_url(dataset)).content.decode()
+
+    assert 'disabled aria-describedby="run-blocker"' in html
+    assert "This LLM agent has no model" in html
+
+
+@pytest.mark.django_db
+def test_an_htmx_refresh_of_the_cases_keeps_the_run_button_disabled_without_a_model(client_alice, team, no_llm):
+    from agents.models import Agent
+    from tests.factories import AgentFactory
+
+    dataset = DatasetFactory(agent=AgentFactory(team=team, kind=Agent.Kind.LLM))
+    TestCaseFactory(dataset=dataset)
+
+    html = client_alice.get(_url(dataset), {"q": "refund"}, **HTMX).content.decode()
+
+    assert 'id="run-action" class="run-action" hx-swap-oob="true"' in html
+    assert 'disabled aria-describedby="run-blocker"' in html

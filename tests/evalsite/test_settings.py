@@ -141,3 +141,13 @@ def test_an_empty_variable_keeps_the_default():
 
     assert media_root == str(ROOT / "var" / "media")
     assert secret_key.startswith("django-insecure-")
+
+
+def test_site_url_defaults_to_the_address_the_stack_serves():
+    """`make run PORT=8001` must not link to port 8000 (exports, reports, http agents' document links)."""
+    assert _load("[s.SITE_URL, s.SITE_URL_EXPLICIT]") == ["http://127.0.0.1:8000", False]
+    assert _load("s.SITE_URL", PORT="8001") == "http://127.0.0.1:8001"
+    assert _load("s.SITE_URL", HOST="0.0.0.0", PORT="9000") == "http://127.0.0.1:9000"
+    assert _load("s.SITE_URL", HOST="::1", PORT="9000") == "http://[::1]:9000"
+    explicit = _load("[s.SITE_URL, s.SITE_URL_EXPLICIT]", SITE_URL="https://evalsite.example.com/", PORT="8001")
+    assert explicit == ["https://evalsite.example.com", True]

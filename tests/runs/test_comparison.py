@@ -159,3 +159,43 @@ def test_unfinished_cases_are_not_counted_as_changes(agent, dataset):
     comparison = run_compare(a=a, b=b)
     assert comparison.rows[0].change == "unscored"
     assert not comparison.regressions
+
+
+def test_a_stopped_run_is_compared_over_the_cases_scored_in_both(agent, dataset):
+    """Totals, deltas and lists all cover the same cases; the banner says a run was stopped."""
+    a = build_run(
+        agent=agent, dataset=dataset, cases=_cases(("pass", 9.0), ("pass", 9.0), ("fail", 2.0), ("pass", 8.0))
+    )
+    b = build_run(
+        agent=agent,
+        dataset=dataset,
+        status=Run.Status.STOPPED,
+        cases=_cases(("pass", 9.0), ("fail", 3.0), ("skipped", None), ("skipped", None)),
+    )
+    comparison = run_compare(a=a, b=b)
+    assert comparison.compared == 2
+    assert (comparison.totals_a.passed, comparison.totals_a.failed, comparison.totals_a.scored) == (2, 0, 2)
+    assert (comparison.totals_b.passed, comparison.totals_b.failed, comparison.totals_b.scored) == (1, 1, 2)
+    assert [row.question for row in comparison.regressions] == ["Question 1"]
+    deltas = {delta.label: delta for delta in comparison.deltas}
+    assert (deltas["Passed"].a, deltas["Passed"].b) == ("2", "1")
+    assert (deltas["Pass rate"].a, deltas["Pass rate"].b) == ("100%", "50%")
+    assert (deltas["Average score"].a, deltas["Average score"].b) == ("9.0", "6.0")
+    # Cost over the same two cases (each result costs $0.0015 in build_run), not the whole of A.
+    assert (deltas["Cost"].a, deltas["Cost"].b) == ("$0.0030", "$0.0030")
+    assert comparison.stopped == [
+        f"Run #{b.pk} was stopped: 2 of its 4 cases were not run. "
+        "Totals, changes and the case list cover the 2 cases scored in both runs."
+    ]
+
+
+def test_the_compare_page_says_a_run_was_stopped(agent, dataset, client_alice):
+    from django.urls import reverse
+
+    a = build_run(agent=agent, dataset=dataset, cases=_cases(("pass", 9.0), ("pass", 9.0)))
+    b = build_run(
+        agent=agent, dataset=dataset, status=Run.Status.STOPPED, cases=_cases(("pass", 9.0), ("skipped", None))
+    )
+    html = client_alice.get(reverse("runs:compare", args=[agent.pk]), {"a": a.pk, "b": b.pk}).content.decode()
+    assert f"Run #{b.pk} was stopped: 1 of its 2 cases were not run." in html
+    assert "over the 1 case scored in both" in html

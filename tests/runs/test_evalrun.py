@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from datasets.models import Dataset
@@ -92,6 +93,55 @@ def test_a_failed_run_exits_2(agent, dataset):
 
 
 @pytest.mark.django_db
+def test_a_stopped_run_never_passes_the_gate(agent, dataset):
+    """Stopped from the UI with every finished case passing: still exit 2, with the reason."""
+    run = _finished(agent, dataset, [("pass", 9.0), ("pass", 9.0), ("skipped", None)], status=Run.Status.STOPPED)
+    code, out, _ = _evalrun(
+        "--agent", agent.name, "--dataset", dataset.name, "--wait", "--threshold", "0.5", "--request-key", "ci-42"
+    )
+    assert code == 2
+    assert f"Run #{run.pk} was stopped before it finished: 1 of 3 cases were not run." in out
+    assert "meets the threshold" not in out
+
+
+@pytest.mark.django_db
+def test_a_stopped_or_failed_run_is_not_ok_in_json(agent, dataset):
+    _finished(agent, dataset, [("pass", 9.0), ("skipped", None)], status=Run.Status.STOPPED)
+    code, out, _ = _evalrun(
+        "--agent",
+        agent.name,
+        "--dataset",
+        dataset.name,
+        "--wait",
+        "--json",
+        "--threshold",
+        "0",
+        "--request-key",
+        "ci-42",
+    )
+    data = json.loads(out)
+    assert code == 2
+    assert data["ok"] is False and data["exit_code"] == 2 and data["status"] == "stopped"
+    assert "stopped before it finished" in data["reason"]
+    Run.objects.update(status=Run.Status.FAILED, error="The agent has no model.")
+    code, out, _ = _evalrun(
+        "--agent",
+        agent.name,
+        "--dataset",
+        dataset.name,
+        "--wait",
+        "--json",
+        "--threshold",
+        "0",
+        "--request-key",
+        "ci-42",
+    )
+    data = json.loads(out)
+    assert code == 2 and data["ok"] is False
+    assert data["reason"] == "The run failed: The agent has no model."
+
+
+@pytest.mark.django_db
 def test_json_output_is_machine_readable(agent, dataset, tmp_path):
     run = _finished(agent, dataset, [("pass", 9.0), ("fail", 1.0)])
     code, out, err = _evalrun(
@@ -112,6 +162,8 @@ def test_json_output_is_machine_readable(agent, dataset, tmp_path):
         "average_score": 5.0,
         "ok": True,
         "exit_code": 0,
+        "reason": "Passed: 50.0% meets the threshold of 50.0%.",
+        "url": f"{settings.SITE_URL}/agents/{agent.pk}/runs/{run.pk}/",
         "reports": {"json": str(tmp_path / f"run-{run.pk}.json"), "html": str(tmp_path / f"run-{run.pk}.html")},
     }
     assert "Attached to run" in err and "Wrote" in err

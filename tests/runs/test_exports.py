@@ -104,7 +104,7 @@ def test_csv_and_xlsx_neutralise_formulas(agent):
 
 def test_xlsx_has_a_results_sheet_and_a_summary_sheet(run):
     workbook = load_workbook(io.BytesIO(exporters.run_export_xlsx(run)))
-    assert workbook.sheetnames == ["Results", "Summary"]
+    assert workbook.sheetnames == ["Summary", "Results"]
     results = list(workbook["Results"].iter_rows(values_only=True))
     assert results[0] == exporters.CSV_COLUMNS
     assert len(results) == 6
@@ -114,6 +114,36 @@ def test_xlsx_has_a_results_sheet_and_a_summary_sheet(run):
     assert summary["Passed"] == 2 and summary["Errors"] == 1
     assert summary["Pass rate"] == 0.5
     assert summary["Summary"] == "Mostly fine."
+
+
+def test_xlsx_is_ready_to_read_in_a_spreadsheet(run):
+    """Summary first; a frozen, filterable header; sized and wrapped columns; real dates and percentages."""
+    from datetime import datetime
+
+    workbook = load_workbook(io.BytesIO(exporters.run_export_xlsx(run)))
+    assert workbook.sheetnames[0] == "Summary"
+    results = workbook["Results"]
+    assert results.freeze_panes == "A2"
+    last_column = results.cell(row=1, column=len(exporters.CSV_COLUMNS)).column_letter
+    assert results.auto_filter.ref == f"A1:{last_column}6"
+    assert all(cell.font.bold for cell in results[1])
+
+    def column(name):
+        return results.cell(row=1, column=exporters.CSV_COLUMNS.index(name) + 1).column_letter
+
+    assert results.column_dimensions[column("question")].width >= 40
+    assert results.column_dimensions[column("run_id")].width <= 10
+    assert results[f"{column('actual_answer')}2"].alignment.wrap_text
+    finished = results[f"{column('finished_at')}2"]
+    assert isinstance(finished.value, datetime) and finished.is_date
+    assert "%" not in results[f"{column('score')}2"].number_format
+
+    summary = workbook["Summary"]
+    rows = {row[0].value: row[1] for row in summary.iter_rows()}
+    assert rows["Pass rate"].value == 0.5 and rows["Pass rate"].number_format == "0.0%"
+    assert isinstance(rows["Started"].value, datetime) and rows["Started"].is_date
+    assert rows["Summary"].alignment.wrap_text
+    assert summary.column_dimensions["B"].width >= 60
 
 
 def test_xlsx_drops_characters_xml_forbids(agent):
@@ -155,3 +185,53 @@ def test_a_run_with_no_results_exports(agent):
     assert json.loads(exporters.run_export_json(run))["results"] == []
     assert "The run failed:</strong> Broken." in exporters.run_export_html(run)
     load_workbook(io.BytesIO(exporters.run_export_xlsx(run)))
+
+
+def test_repeats_are_counted_the_same_way_on_the_page_in_the_report_and_the_exports(agent, client_alice):
+    """Per request everywhere (10 results: 7 passed, 3 failed), the per-case figures as a detail."""
+    import re
+
+    from django.urls import reverse
+
+    dataset = DatasetFactory(agent=agent, name="Repeats")
+    run = build_run(
+        agent=agent,
+        dataset=dataset,
+        scoring={"number_of_requests": 5},
+        cases=[
+            CaseSpec(question="Always right?", repeats=[("pass", 9.0)] * 5),
+            CaseSpec(
+                question="Sometimes right?", repeats=[("pass", 9.0), ("pass", 8.0), ("fail", 2.0)] + [("fail", 3.0)] * 2
+            ),
+        ],
+    )
+    detail = (
+        "Per case (a case passes only when every repeat passed): 1 passed · 1 failed · 0 errors · 1 flaky, of 2 cases."
+    )
+
+    page = client_alice.get(reverse("runs:detail", args=[agent.pk, run.pk])).content.decode()
+    assert re.search(r"Passed</dt><dd class=\"green-text\">7<", page)
+    assert re.search(r"Failed</dt><dd class=\"red-text\">3<", page)
+    assert detail in page
+
+    report = exporters.run_export_html(run)
+    assert '<div class="rate bad">70%</div>' in report
+    assert "of 10 results passed (2 cases × 5 repeats)" in report
+    assert '<dt>Passed</dt><dd class="green">7</dd>' in report
+    assert '<dt>Failed</dt><dd class="red">3</dd>' in report
+    assert detail in report
+
+    data = json.loads(exporters.run_export_json(run))["run"]
+    assert (data["passed"], data["failed"], data["pass_rate"]) == (7, 3, 0.7)
+    assert data["cases"] == {
+        "total": 2,
+        "passed": 1,
+        "failed": 1,
+        "errored": 0,
+        "skipped": 0,
+        "flaky": 1,
+        "pass_rate": 0.5,
+    }
+
+    summary = dict(load_workbook(io.BytesIO(exporters.run_export_xlsx(run)))["Summary"].values)
+    assert summary["Passed"] == 7 and summary["Cases passed (every repeat passed)"] == 1

@@ -84,3 +84,13 @@ def test_another_teams_run_is_404(client, auth, make_dataset, charlie):
 
 def test_a_token_is_required(client, dataset):
     assert client.post(_start_url(dataset), {}, content_type="application/json").status_code == 401
+
+
+def test_an_llm_agent_without_a_model_is_a_422_with_the_reason(client, auth, make_dataset, agent, no_llm):
+    from agents.models import Agent
+
+    dataset = make_dataset(1, kind=Agent.Kind.LLM)
+    response = client.post(_start_url(dataset), {}, content_type="application/json", **auth)
+    assert response.status_code == 422
+    assert "no model" in response.json()["detail"]
+    assert not Run.objects.exists()

@@ -208,6 +208,7 @@ def mixed_run(agent, dataset):
         ("failed", {"Q failed", "Q flaky"}),
         ("error", {"Q errored"}),
         ("flaky", {"Q flaky"}),
+        ("not_run", set()),
     ],
 )
 def test_filters_pick_the_cases(client_alice, mixed_run, name, shown):
@@ -219,7 +220,73 @@ def test_filters_pick_the_cases(client_alice, mixed_run, name, shown):
 def test_filter_pills_show_counts(client_alice, mixed_run):
     body = client_alice.get(_url(mixed_run)).content.decode()
     counts = dict(re.findall(r'filter-pill filter-(\w+)".*?<span class="filter-count">(\d+)</span>', body, re.S))
-    assert counts == {"all": "4", "passed": "1", "failed": "2", "error": "1", "flaky": "1"}
+    assert counts == {"all": "4", "passed": "1", "failed": "2", "error": "1", "not_run": "0", "flaky": "1"}
+
+
+def test_a_not_run_pill_picks_the_cases_a_stopped_run_never_ran(client_alice, agent, dataset):
+    run = build_run(
+        agent=agent,
+        dataset=dataset,
+        status=Run.Status.STOPPED,
+        cases=[CaseSpec(question="Q ran"), CaseSpec(question="Q never ran", repeats=[("skipped", None)])],
+    )
+    body = client_alice.get(_url(run)).content.decode()
+    pills = re.findall(r'filter-pill filter-(\w+)"', body)
+    assert pills == ["all", "passed", "failed", "error", "not_run", "flaky"]
+    assert re.search(r'filter-not_run".*?>Not run <span class="filter-count">1</span>', body, re.S)
+    shown = client_alice.get(_url(run), {"filter": "not_run"}).content.decode()
+    assert '-line">Q never ran</span>' in shown and '-line">Q ran</span>' not in shown
+    by_score = client_alice.get(_url(run), {"filter": "not_run", "sort": "score"}).content.decode()
+    assert '-line">Q never ran</span>' in by_score
+
+
+# ---- cards collapse to one line -------------------------------------------------------------
+
+
+def test_cards_are_one_line_until_opened_and_expand_all_is_in_the_url(client_alice, mixed_run):
+    body = client_alice.get(_url(mixed_run)).content.decode()
+    card = body[body.index('<li id="case-0"') : body.index("</li>", body.index('<li id="case-0"'))]
+    summary = card[card.index("<summary") : card.index("</summary>")]
+    # The line: number, badge, score and the question; the rest is inside the <details>.
+    assert '<details class="result-details">' in card
+    assert "Case 1" in summary and "badge-pass" in summary and "Score: <strong>9.5</strong>/10" in summary
+    assert '<span class="result-line" id="case-0-line">Q passed</span>' in summary
+    assert "Expected answer" not in summary
+    expand = f"{_url(mixed_run)}?expand=1#results"
+    assert f'href="{expand}"' in body and ">Expand all</a>" in body
+
+    opened = client_alice.get(_url(mixed_run), {"expand": "1", "filter": "failed"}).content.decode()
+    assert opened.count('<details class="result-details" open>') == 2
+    assert ">Collapse all</a>" in opened
+    # Filters, order and the live poll keep the state.
+    assert f'href="{_url(mixed_run)}?filter=passed&amp;expand=1#results"' in opened
+    assert '<input type="hidden" name="expand" value="1">' in opened
+
+
+def test_the_results_view_pushes_the_expanded_state_into_the_address(client_alice, mixed_run):
+    response = client_alice.get(
+        _url(mixed_run, "runs:results"), {"filter": "failed", "expand": "1"}, HTTP_HX_REQUEST="true"
+    )
+    assert response["HX-Push-Url"] == f"{_url(mixed_run)}?filter=failed&expand=1"
+    assert response.content.decode().count('<details class="result-details" open>') == 2
+
+
+def test_a_card_failed_by_its_trajectory_says_so_next_to_the_badge(client_alice, agent, dataset):
+    """A 10/10 answer that called the wrong tools: "Fail" with the check that failed it, not "Comprehensive" alone."""
+    run = build_run(agent=agent, dataset=dataset, scorer=Run.Scorer.LLM, cases=[CaseSpec(repeats=[("fail", 10.0)])])
+    detail = "Expected lookup_order then issue_refund, in this order; the agent called issue_refund(amount=79)."
+    Result.objects.filter(run=run).update(
+        verdict="Comprehensive",
+        scorers=[
+            {"name": "trajectory", "label": "Trajectory (strict)", "score": 0.0, "passed": False, "detail": detail}
+        ],
+    )
+    body = client_alice.get(_url(run)).content.decode()
+    start = body.index('<summary class="result-head"')
+    summary = body[start : body.index("</summary>", start)]
+    assert '<span class="badge badge-fail">Fail</span><span class="badge badge-check"' in summary
+    assert "✗ Trajectory (strict) check failed" in summary
+    assert "Failed on the Trajectory (strict) check</strong>, although the answer scored 10/10: " + detail in body
 
 
 def test_sorting_by_score_puts_the_lowest_first(client_alice, mixed_run):
@@ -274,7 +341,7 @@ def test_long_runs_load_more_cards_on_demand(client_alice, agent, dataset):
 def test_an_active_run_page_polls_and_has_a_slot_per_unfinished_case(client_alice, engine_run):
     body = client_alice.get(_url(engine_run)).content.decode()
     assert body.count('hx-trigger="every 3s"') >= 1
-    assert 'hx-include="#live-state"' in body
+    assert 'hx-include="#live-state, #suggestions-panel-state"' in body
     assert body.count('class="case-slot" hidden') == 5
     assert _seen(body) == ""
 
@@ -426,3 +493,29 @@ def test_outsiders_get_404_and_anonymous_visitors_log_in(client_charlie, client,
 
 def test_a_teammate_sees_the_run(client_bob, mixed_run):
     assert client_bob.get(_url(mixed_run)).status_code == 200
+
+
+# ---- one consistent state -------------------------------------------------------------
+
+
+def test_the_poll_that_sees_the_run_end_brings_the_suggestions_panel_with_it(client_alice, engine_run):
+    page = client_alice.get(_url(engine_run)).content.decode()
+    assert 'hx-include="#live-state, #suggestions-panel-state"' in page
+    assert 'name="panel" value="active"' in page
+    drive(engine_run)
+
+    body = _poll(client_alice, engine_run, seen="", panel="active").content.decode()
+    assert 'id="suggestions-live" class="suggestions-live" hx-swap-oob="true"' in body
+    assert "Suggestions appear here when the run finishes." not in body
+    assert 'data-dialog-open="stop-dialog"' not in body and "Running" not in body
+    # Once the page has the final panel, later polls leave it alone (an open dialog stays open).
+    body = _poll(client_alice, engine_run, seen="", panel="none_needed").content.decode()
+    assert 'id="suggestions-live"' not in body
+
+
+def test_a_finished_runs_page_renders_one_finished_state(client_alice, engine_run):
+    drive(engine_run)
+    page = client_alice.get(_url(engine_run)).content.decode()
+    assert 'data-dialog-open="stop-dialog"' not in page
+    assert "Suggestions appear here when the run finishes." not in page
+    assert "5 of 5 finished" in page

@@ -50,7 +50,7 @@ def test_the_downloads_hold_the_run(client_alice, run):
     assert json.loads(client_alice.get(_url(run, "runs:export_json")).content)["run"]["id"] == run.pk
     assert client_alice.get(_url(run, "runs:export_csv")).content.decode().startswith('\ufeff"run_id"')
     workbook = load_workbook(io.BytesIO(client_alice.get(_url(run, "runs:export_xlsx")).content))
-    assert workbook.sheetnames == ["Results", "Summary"]
+    assert workbook.sheetnames == ["Summary", "Results"]
     assert "Refund policy" in client_alice.get(_url(run, "runs:export_html")).content.decode()
 
 
@@ -69,3 +69,21 @@ def test_outsiders_get_404_and_anonymous_visitors_log_in(client_charlie, client,
 def test_htmx_requests_get_the_same_file(client_alice, run, name):
     # Downloads are plain links; an htmx request (a boosted link) still gets the file.
     assert client_alice.get(_url(run, name), HTTP_HX_REQUEST="true")["Content-Disposition"].startswith("attachment")
+
+
+def test_exports_link_to_the_address_the_console_was_reached_at(client_alice, run, settings):
+    """SITE_URL unset: the request's own host, not a default port 8000; set, SITE_URL wins."""
+    settings.SITE_URL, settings.SITE_URL_EXPLICIT = "http://127.0.0.1:8000", False
+    settings.ALLOWED_HOSTS = ["127.0.0.1"]
+    page = reverse("runs:detail", args=[run.agent_id, run.pk])
+    host = {"HTTP_HOST": "127.0.0.1:8001"}
+    data = json.loads(client_alice.get(_url(run, "runs:export_json"), **host).content)
+    assert data["run"]["url"] == f"http://127.0.0.1:8001{page}"
+    html = client_alice.get(_url(run, "runs:export_html"), **host).content.decode()
+    assert f'href="http://127.0.0.1:8001{page}"' in html
+    workbook = load_workbook(io.BytesIO(client_alice.get(_url(run, "runs:export_xlsx"), **host).content))
+    assert dict(workbook["Summary"].values)["Link"] == f"http://127.0.0.1:8001{page}"
+
+    settings.SITE_URL, settings.SITE_URL_EXPLICIT = "https://evalsite.example.com", True
+    data = json.loads(client_alice.get(_url(run, "runs:export_json"), **host).content)
+    assert data["run"]["url"] == f"https://evalsite.example.com{page}"

@@ -51,3 +51,32 @@ def test_an_active_run_cannot_be_rerun(make_dataset, alice, no_llm):
     run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
     with pytest.raises(ValidationError, match="Wait for the run to finish"):
         services.run_rerun(run=run, user=alice)
+
+
+def test_a_rerun_keeps_each_cases_dataset_number_in_pages_comparisons_and_exports(finished_run, alice, client_alice):
+    """Cases 2 and 3 of the dataset failed: in the re-run they are still "Case 2" and "Case 3"."""
+    import csv
+    import io
+    import json
+
+    from django.urls import reverse
+
+    from runs import comparison, exporters
+
+    child = drive(services.run_rerun(run=finished_run, user=alice))
+    assert list(child.cases.values_list("number", flat=True)) == [2, 3]
+    grandchild = drive(services.run_rerun(run=child, user=alice))
+    assert list(grandchild.cases.values_list("number", flat=True)) == [2, 3]
+
+    page = client_alice.get(reverse("runs:detail", args=[child.agent_id, child.pk])).content.decode()
+    assert ">Case 2</span>" in page and ">Case 3</span>" in page and ">Case 1</span>" not in page
+
+    compared = comparison.run_compare(a=finished_run, b=child)
+    assert sorted(row.b.number for row in compared.rows if row.b) == [2, 3]
+    assert sorted(row.a.number for row in compared.rows if row.a and row.b) == [2, 3]
+
+    exported = json.loads(exporters.run_export_json(child))
+    assert [result["case"]["number"] for result in exported["results"]] == [2, 3]
+    rows = list(csv.DictReader(io.StringIO(exporters.run_export_csv(child))))
+    assert [row["case_number"] for row in rows] == ["2", "3"]
+    assert "#2" in exporters.run_export_html(child)

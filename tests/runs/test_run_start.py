@@ -172,3 +172,24 @@ def test_editing_the_dataset_after_start_does_not_change_the_run(make_dataset, a
     questions = list(Result.objects.filter(run=run).order_by("case__position").values_list("question", flat=True))
     assert all("refund window" in question for question in questions)
     assert RunCase.objects.filter(run=run, expected_answer="Edited expected answer.").count() == 0
+
+
+def test_it_refuses_an_llm_agent_without_a_model_with_the_reason(make_dataset, alice, no_llm):
+    from agents.models import Agent
+
+    dataset = make_dataset(2, kind=Agent.Kind.LLM)
+    with pytest.raises(ValidationError, match="no model") as error:
+        services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
+    assert error.value.code == "agent_not_runnable"
+    assert not Run.objects.exists()
+
+
+def test_a_rerun_with_a_version_that_cannot_answer_is_refused(make_dataset, alice, no_llm):
+    from agents.models import Agent, AgentVersion
+    from tests.runs.conftest import drive
+
+    dataset = make_dataset(2, kind=Agent.Kind.HTTP, version={"http_url": "http://127.0.0.1:9/agent"})
+    run = drive(services.run_start(agent=dataset.agent, dataset=dataset, user=alice))
+    broken = AgentVersion.objects.create(agent=dataset.agent, number=2, http_url="")
+    with pytest.raises(ValidationError, match="no endpoint URL"):
+        services.run_rerun(run=run, user=alice, version=broken)

@@ -50,3 +50,25 @@ def test_a_finished_run_cannot_be_stopped(make_dataset, alice, no_llm):
     run = drive(services.run_start(agent=(dataset := make_dataset(1)).agent, dataset=dataset, user=alice))
     with pytest.raises(ValidationError, match="already finished"):
         services.run_stop(run=run)
+
+
+def test_a_stopped_runs_summary_never_says_its_figures_are_complete(make_dataset, alice, no_llm):
+    run = services.run_start(agent=(dataset := make_dataset(4)).agent, dataset=dataset, user=alice)
+    first = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
+    services.run_execute_case(result_id=first.pk, token=first.token)
+    run = drive(services.run_stop(run=run))
+    assert "complete" not in run.summary_note
+    assert run.summary_note == (
+        "No summary: no model is configured. The run was stopped: 3 of its 4 results were not run, "
+        "so the figures above cover only the 1 that finished."
+    )
+
+
+def test_a_stopped_runs_llm_summary_is_told_the_run_was_cut_short(make_dataset, alice, fake_llm):
+    fake_llm.add_rule(task="summary", reply="Stopped early; one case passed.")
+    run = services.run_start(agent=(dataset := make_dataset(3)).agent, dataset=dataset, user=alice)
+    first = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
+    services.run_execute_case(result_id=first.pk, token=first.token)
+    drive(services.run_stop(run=run))
+    prompt = [r for r in fake_llm.requests if r.task == "summary"][0].text
+    assert "The run was stopped before it finished: 2 of its 3 results were not run" in prompt

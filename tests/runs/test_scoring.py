@@ -1,6 +1,7 @@
 import pytest
 
 from runs.scoring import (
+    BANDS,
     Evaluation,
     JudgeError,
     context_row,
@@ -102,10 +103,30 @@ def test_the_offline_scorer_names_covered_and_missed_points():
     )
     judgment = offline_judgment(evaluation)
     assert judgment.score == 5
-    assert judgment.verdict == "Partially correct"
+    assert judgment.verdict == "1 of 2 key points"
     assert judgment.reasoning.startswith("Offline reference scorer (no judge model configured): 1 of 2 key points")
     assert "Covered: “Refunds are possible within 30 days of purchase.”" in judgment.reasoning
     assert "Missed: “Refunds go to the original card in 5 days.”" in judgment.reasoning
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict"),
+    [
+        ("Refunds within 30 days of purchase, back to the original card in 5 days.", "All key points"),
+        ("Refunds within 30 days of purchase.", "1 of 2 key points"),
+        ("Please ask support.", "No key point"),
+    ],
+)
+def test_the_offline_scorer_has_its_own_words_not_the_judges_bands(answer, verdict):
+    """A key-point match is not a judge's assessment: no "Comprehensive" or "Correct"."""
+    evaluation = Evaluation(
+        question="Refunds?",
+        answer=answer,
+        expected_answer="Refunds are possible within 30 days of purchase. Refunds go to the original card in 5 days.",
+    )
+    judgment = offline_judgment(evaluation)
+    assert judgment.verdict == verdict
+    assert judgment.verdict not in {label for _, label in BANDS}
 
 
 def test_the_offline_scorer_refuses_a_case_without_an_expected_answer():

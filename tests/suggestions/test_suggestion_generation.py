@@ -11,7 +11,7 @@ from runs.models import Run
 from suggestions.models import SuggestionGeneration
 from suggestions.services import suggestion_generate, suggestion_generation_start
 from suggestions.tasks import suggestion_generate as suggestion_generate_task
-from tests.suggestions.conftest import REFUND
+from tests.suggestions.conftest import PHONE, REFUND
 
 
 @pytest.mark.django_db
@@ -147,3 +147,43 @@ def test_offline_suggestions_leave_out_facts_the_knowledge_already_has(make_run,
 
     assert suggestion_generate(run_id=run.pk) == []
     assert SuggestionGeneration.objects.get(run=run).status == SuggestionGeneration.Status.DONE
+
+
+@pytest.mark.django_db
+def test_offline_suggestions_skip_cases_whose_expected_answer_is_a_refusal(make_run, agent, no_llm, client_alice):
+    """Adding "The knowledge does not say..." to the knowledge would teach nothing: skipped, with the reason."""
+    from django.urls import reverse
+
+    refusal = "The knowledge does not say what the support phone number is; the agent should say so."
+    run = make_run([("fail", refusal, "Call +1 555 0199.", 2), ("fail", PHONE, "I do not know.", 1)], average=1.5)
+
+    suggestions = suggestion_generate(run_id=run.pk)
+
+    assert len(suggestions) == 1
+    assert "+1 555 0100" in suggestions[0].proposed_text
+    assert all("does not say" not in s.proposed_text for s in suggestions)
+    generation = SuggestionGeneration.objects.get(run=run)
+    assert generation.notes == [
+        "Case #1 was skipped: its expected answer is a refusal (“The knowledge does not say what the support "
+        "phone number is; the agent should say so.”), so it has no fact to add to the knowledge. Check how the "
+        "instructions or guardrails tell the agent to decline."
+    ]
+    page = client_alice.get(reverse("runs:detail", args=[agent.pk, run.pk])).content.decode()
+    assert "Case #1 was skipped: its expected answer is a refusal" in page
+
+
+@pytest.mark.parametrize(
+    ("expected", "refusal"),
+    [
+        ("The knowledge does not say; the agent should say it does not know.", True),
+        ("I don't know the phone number.", True),
+        ("The policy doesn’t mention a student discount.", True),
+        ("Sorry, I cannot answer questions about other customers' orders.", True),
+        ("Refunds do not include shipping costs.", False),
+        ("Enterprise customers get a 10% credit when uptime falls below 99.95%.", False),
+    ],
+)
+def test_refusals_are_told_from_facts(expected, refusal):
+    from suggestions.services import is_refusal
+
+    assert is_refusal(expected) is refusal

@@ -81,6 +81,9 @@ class Command(BaseCommand):
 
         host, port = options["host"], options["port"]
         self._check_port_free(host, port)
+        # The services inherit the address served, so their SITE_URL default (links in
+        # exports and in document links for http agents) is this one, not port 8000.
+        os.environ.update(HOST=str(host), PORT=str(port))
         failed = False
         try:
             self._start_all(options)

@@ -4,8 +4,8 @@ code a pipeline can act on:
 
     0  the pass rate meets the threshold (or, without --wait, the run was started)
     1  the pass rate is below the threshold
-    2  the run failed, or bad arguments (unknown agent or dataset, dataset not Ready,
-       a threshold outside 0-1), or --timeout elapsed
+    2  the run failed or was stopped (never a pass, whatever its rate), or bad arguments
+       (unknown agent or dataset, dataset not Ready, a threshold outside 0-1), or --timeout elapsed
 
 The pass rate counts every repeat of every case as written (smoke-test variants are
 reported as robustness, not gated): passed / all of them, so cases that were not run
@@ -72,6 +72,7 @@ class Command(BaseCommand):
             f"{verb} run #{run.pk}: “{dataset.name}” ({run.total} results) against {agent.name} "
             f"version {run.agent_version.number}, scored by the {run.get_scorer_display().lower()}."
         )
+        self.progress(f"Run page: {exporters.run_url(run)}")
         if not options["wait"]:
             self.result({"run_id": run.pk, "status": run.status}, f"Run id: {run.pk}")
             return
@@ -120,9 +121,11 @@ class Command(BaseCommand):
         total = selectors.run_main_total(run=run)
         rate = run.passed / total if total else 0.0
         lines = [f"Results: {run.passed}/{total} passed ({100 * rate:.1f}%)"]
-        if run.status == Run.Status.FAILED:
+        reason = _unfinished_reason(run)
+        if reason:
+            # A run that did not run all its cases is no evidence either way: never a pass.
             code = EXIT_ERROR
-            lines.append(f"The run failed: {run.error}")
+            lines.append(reason)
         elif rate >= threshold:
             code = EXIT_PASSED
             lines.append(f"Passed: {100 * rate:.1f}% meets the threshold of {100 * threshold:.1f}%.")
@@ -141,7 +144,9 @@ class Command(BaseCommand):
             "average_score": run.current_average,
             "ok": code == EXIT_PASSED,
             "exit_code": code,
+            "reason": reason or lines[-1],
             "reports": reports,
+            "url": exporters.run_url(run),
         }
         self.result(data, "\n".join(lines))
         return code
@@ -160,6 +165,21 @@ class Command(BaseCommand):
         else:
             self.stdout.write(text)
         self.stdout.flush()
+
+
+def _unfinished_reason(run: Run) -> str:
+    """Why the run cannot be gated on (failed or stopped), or "" when it ran to the end."""
+    if run.status == Run.Status.FAILED:
+        return f"The run failed: {run.error or 'no reason was recorded.'}"
+    if run.status == Run.Status.STOPPED:
+        cases = selectors.case_outcome_list(run=run)
+        missing = sum(1 for outcome in cases if outcome.status == selectors.CASE_SKIPPED)
+        when = f" at {timezone.localtime(run.stop_requested_at):%H:%M:%S}" if run.stop_requested_at else ""
+        return (
+            f"Run #{run.pk} was stopped{when} before it finished: {missing} of {len(cases)} "
+            f"case{'s' if len(cases) != 1 else ''} were not run."
+        )
+    return ""
 
 
 def argparse_hidden() -> str:
