@@ -286,8 +286,9 @@ def token_create(request: AuthedRequest) -> HttpResponse:
         return _render_settings(request, "tokens_section", token_form=form)
     token, raw = services.api_token_create(user=request.user, name=form.cleaned_data["name"])
     # The raw token is rendered in this response only; it is never stored or shown again.
-    response = _render_settings(request, "tokens_section", new_token=raw, new_token_obj=token)
-    return _toast(response, f"Token “{token.name}” created.") if request.htmx else response
+    # No toast: the alert with the token and its Copy button says it, and a toast sat on top
+    # of that button on small screens.
+    return _render_settings(request, "tokens_section", new_token=raw, new_token_obj=token)
 
 
 @login_required

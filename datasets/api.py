@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest
 from ninja import Field, Router, Schema, Status
 from ninja.errors import ValidationError as NinjaValidationError
@@ -21,6 +23,7 @@ from agents.models import Agent
 from agents.selectors import agent_get_for_user
 from datasets import selectors, services
 from datasets.models import Dataset, TestCase
+from evalsite.schemas import StrictSchema
 
 router = Router(tags=["datasets"])
 
@@ -73,7 +76,7 @@ class DatasetOut(Schema):
         return dataset.cases.count() if count is None else count
 
 
-class DatasetIn(Schema):
+class DatasetIn(StrictSchema):
     name: str = Field(description="Required, at most 120 characters, unique for the agent")
     description: str = ""
     acceptance_criteria: str = ""
@@ -87,7 +90,7 @@ class DatasetIn(Schema):
     vector_enabled: bool = False
 
 
-class DatasetPatch(Schema):
+class DatasetPatch(StrictSchema):
     name: str | None = None
     description: str | None = None
     acceptance_criteria: str | None = None
@@ -109,6 +112,14 @@ class Turn(Schema):
 class Tool(Schema):
     name: str
     args: dict[str, Any] = Field(default_factory=dict, description="Arguments to check; {} checks none")
+
+
+class TurnIn(Turn, StrictSchema):
+    pass
+
+
+class ToolIn(Tool, StrictSchema):
+    pass
 
 
 class DocumentOut(Schema):
@@ -133,7 +144,7 @@ class SourceOut(Schema):
 
 class ItemOut(Schema):
     id: int
-    position: int
+    position: int = Field(description="The case's number in the dataset, from 1, as the dataset page shows it")
     case_id: str
     question: str
     expected_answer: str
@@ -160,6 +171,11 @@ class ItemOut(Schema):
     updated_at: datetime
 
     @staticmethod
+    def resolve_position(case: TestCase) -> int:
+        number = getattr(case, "number", None)  # annotated by item_list
+        return number if number is not None else services.case_index(case=case) + 1
+
+    @staticmethod
     def resolve_documents(case: TestCase) -> list[Any]:
         return list(case.documents.all())
 
@@ -175,13 +191,13 @@ class ItemOut(Schema):
         }
 
 
-class ItemIn(Schema):
+class ItemIn(StrictSchema):
     question: str
     expected_answer: str = ""
     document_context: str = ""
     case_id: str = Field("", description="Stable id, unique in the dataset")
-    turns: list[Turn] = Field(default_factory=list)
-    expected_tools: list[Tool] = Field(default_factory=list)
+    turns: list[TurnIn] = Field(default_factory=list)
+    expected_tools: list[ToolIn] = Field(default_factory=list)
     trajectory_mode: TrajectoryMode = "strict"
     check_tool_args: bool = False
     expected_context: list[str] = Field(default_factory=list)
@@ -191,13 +207,13 @@ class ItemIn(Schema):
     smoke_guidance: str = ""
 
 
-class ItemPatch(Schema):
+class ItemPatch(StrictSchema):
     question: str | None = None
     expected_answer: str | None = None
     document_context: str | None = None
     case_id: str | None = None
-    turns: list[Turn] | None = None
-    expected_tools: list[Tool] | None = None
+    turns: list[TurnIn] | None = None
+    expected_tools: list[ToolIn] | None = None
     trajectory_mode: TrajectoryMode | None = None
     check_tool_args: bool | None = None
     expected_context: list[str] | None = None
@@ -315,7 +331,13 @@ def dataset_delete(request: HttpRequest, agent_id: int, dataset_id: int) -> Stat
 def item_list(request: HttpRequest, agent_id: int, dataset_id: int, q: str = "") -> Any:
     """In dataset order; `q` keeps the items whose question, expected answer, document
     context or case id contain every word of it."""
-    return selectors.case_search(dataset=_dataset(request, agent_id, dataset_id), query=q)
+    cases = selectors.case_search(dataset=_dataset(request, agent_id, dataset_id), query=q)
+    # Each item's number in the whole dataset (a search keeps the numbers the page shows).
+    before = TestCase.objects.filter(dataset_id=OuterRef("dataset_id")).filter(
+        Q(position__lt=OuterRef("position")) | Q(position=OuterRef("position"), id__lt=OuterRef("id"))
+    )
+    count = before.order_by().values("dataset_id").annotate(n=Count("id")).values("n")
+    return cases.annotate(number=Coalesce(Subquery(count), 0) + 1)
 
 
 @router.post(ITEMS, response={201: ItemOut, 404: NotFoundOut, 422: ValidationErrorOut}, summary="Add a test case")

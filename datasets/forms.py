@@ -77,7 +77,9 @@ class DatasetCreateForm(_GuardedUploadForm):
     def clean(self) -> dict[str, Any]:
         super().clean()
         cleaned = self.cleaned_data  # what Form.clean() returns, typed without its Optional
-        if not cleaned.get("name", "").strip() and not cleaned.get("file") and "file" not in self.errors:
+        # A name that failed its own check (too long) is reported already: one message per problem.
+        unnamed = not cleaned.get("name", "").strip() and "name" not in self.errors
+        if unnamed and not cleaned.get("file") and "file" not in self.errors:
             self.add_error("name", "Give the dataset a name.")
         return cleaned
 
@@ -288,7 +290,8 @@ class CaseForm(forms.Form):
         messages = [str(error) for error in self.non_field_errors()]
         for name, errors in self.errors.items():
             if name != "__all__":
-                messages += [f"{self.fields[name].label or name}: {error}" for error in errors]
+                # The bound field's label: Django derives it ("Question") when none is set.
+                messages += [f"{self[name].label}: {error}" for error in errors]
         return messages
 
     def clean_turns(self) -> list[dict[str, str]]:

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from datasets.exporters import FORMULA_TRIGGERS, invocation_ids
-from datasets.services import SCORING_FIELDS, case_fields_clean, scoring_fields_clean
+from datasets.services import SCORING_FIELDS, case_field_label, case_fields_clean, scoring_fields_clean
 
 # How many problems to list before summarising the rest.
 MAX_LISTED_ERRORS = 15
@@ -268,7 +268,7 @@ def parse_csv(data: bytes) -> ParsedFile:
 
 
 def _label(field_name: str) -> str:
-    return "question" if field_name == "question" else field_name
+    return case_field_label(field_name)
 
 
 # ---- EvalSet JSON ----------------------------------------------------------------
@@ -419,7 +419,10 @@ def parse_eval_set(data: bytes) -> ParsedFile:
             problems.append(f"{label}: {exc}.")
             continue
         except ValidationError as exc:
-            problems.extend(f"{label}: {name}: {' '.join(messages)}" for name, messages in exc.message_dict.items())
+            problems.extend(
+                f"{label}: {case_field_label(name)}: {' '.join(messages)}"
+                for name, messages in exc.message_dict.items()
+            )
             continue
         case_id = fields.get("case_id", "")
         if case_id in case_ids:

@@ -319,6 +319,28 @@ def case_fields_clean(data: Mapping[str, Any], *, partial: bool = False) -> dict
     return cleaned
 
 
+# How the case form labels each field: messages name fields the way people see them.
+CASE_FIELD_LABELS = {
+    "question": "Question",
+    "expected_answer": "Expected answer",
+    "document_context": "Document context",
+    "case_id": "Case id",
+    "turns": "Earlier turns",
+    "expected_tools": "Expected tools",
+    "trajectory_mode": "Trajectory match",
+    "check_tool_args": "Check tool arguments",
+    "expected_context": "Expected retrieval context",
+    "judge_guideline": "Judge guideline",
+    "tags": "Tags",
+    "smoke_count": "Smoke-test paraphrases",
+    "smoke_guidance": "Paraphrase guidance",
+}
+
+
+def case_field_label(name: str) -> str:
+    return CASE_FIELD_LABELS.get(name) or name.replace("_", " ").capitalize()
+
+
 def dataset_name_clean(name: Any) -> str:
     name = " ".join(str(name or "").split())
     if not name:
@@ -551,7 +573,7 @@ def case_bulk_create(*, dataset: Dataset, cases: list[dict[str, Any]]) -> list[T
 
     Each dict holds case fields and optionally "documents" (the attachments, Document
     instances) and "source_document" (the file the case was read from). Errors name the
-    case's number in the list: "Case 3: question: ...".
+    case's number in the list and the field's label: "Case 3: Question: ...".
     """
     new_cases: list[TestCase] = []
     documents: list[list[Document]] = []
@@ -564,7 +586,10 @@ def case_bulk_create(*, dataset: Dataset, cases: list[dict[str, Any]]) -> list[T
         try:
             cleaned = case_fields_clean(raw)
         except ValidationError as exc:
-            errors.extend(f"Case {number}: {field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items())
+            errors.extend(
+                f"Case {number}: {case_field_label(field)}: {' '.join(msgs)}"
+                for field, msgs in exc.message_dict.items()
+            )
             continue
         case_id = cleaned.get("case_id", "")
         if case_id and case_id in seen_ids:

@@ -51,9 +51,29 @@ def _get_document_for_user(
 # ---- Generate Dataset ---------------------------------------------------------------
 
 
-def _new_context(agent: Agent, form: DatasetUploadForm, tab: str) -> dict[str, Any]:
+def _new_context(
+    agent: Agent, form: DatasetUploadForm, tab: str, *, kept_file: str = "", file_step: bool = False
+) -> dict[str, Any]:
     max_bytes = settings.UPLOAD_MAX_BYTES
-    return {"agent": agent, "form": form, "tab": tab, "max_bytes": max_bytes, "max_mb": f"{max_bytes / 1_000_000:g}"}
+    return {
+        "agent": agent,
+        "form": form,
+        "tab": tab,
+        "max_bytes": max_bytes,
+        "max_mb": f"{max_bytes / 1_000_000:g}",
+        # After an error: the step to show. The browser keeps the file only through an htmx
+        # swap (hx-preserve), so a refused name stays on step 2 there and nowhere else.
+        "kept_file": kept_file,
+        "start_step": "2" if kept_file else ("1" if file_step or not form.errors else "all"),
+    }
+
+
+def _kept_file(request: AuthedRequest, form: DatasetUploadForm) -> str:
+    """The chosen file's name when the page keeps it (htmx) and nothing is wrong with it."""
+    upload = request.FILES.get("file")
+    if not request.htmx or upload is None or "file" in form.errors or form.non_field_errors():
+        return ""
+    return upload.name or ""
 
 
 @login_required
@@ -90,7 +110,8 @@ def _dataset_upload(request: AuthedRequest, agent_id: int, guard: UploadSizeGuar
         else:
             url = reverse("datasets:detail", args=[agent.pk, dataset.pk])
             return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
-    context = _new_context(agent, form, "upload")
+    file_step = bool(request.htmx) and "file" in form.errors  # the file is wrong: choose another
+    context = _new_context(agent, form, "upload", kept_file=_kept_file(request, form), file_step=file_step)
     template = "datasets/new.html#upload_form" if request.htmx else "datasets/new.html"
     return render(request, template, context)
 

@@ -13,9 +13,9 @@ JSON shape (`"format": "evalsite.run", "version": 1`):
               robustness, consistency, agent_tokens, judge_tokens, agent_cost, judge_cost,
               summary, summary_note, created_by, created_at, started_at, finished_at,
               duration_seconds},
-      "results": [{id, case: {position, number, case_id, question, expected_answer,
+      "results": [{id, case: {position, number (both 1-based), case_id, question, expected_answer,
                    tags, documents, ...every other snapshot field},
-                   repeat, variant, status, question, actual_answer, conversation,
+                   repeat (from 1), variant (0: as written), status, question, actual_answer, conversation,
                    tool_calls, retrieval_context, trace_id, score, verdict, reasoning,
                    error, scorers: [{name, label, score, passed, detail}], duration_ms,
                    agent_tokens, judge_tokens, agent_cost, judge_cost, attempts,
@@ -164,8 +164,9 @@ def _result_data(result: Result) -> dict[str, Any]:
     data: dict[str, Any] = {"id": result.pk}
     case = result.case
     data["case"] = {
-        "position": case.position,
-        "number": case.display_number,  # the case's number in its dataset
+        # 1-based, as the run page, the CSV and the API number cases.
+        "position": case.position + 1,
+        "number": case.display_number,  # the case's number in its dataset (kept through re-runs)
         "case_id": case.case_id,
         "question": case.question,
         "expected_answer": case.expected_answer,
@@ -176,6 +177,7 @@ def _result_data(result: Result) -> dict[str, Any]:
             continue
         value = getattr(result, field.name)
         data[field.name] = float(value) if isinstance(value, Decimal) else value
+    data["repeat"] = result.repeat + 1
     return data
 
 

@@ -21,6 +21,9 @@ class Run(models.Model):
         OFFLINE = "offline", "Offline reference scorer"
 
     ACTIVE_STATUSES = (Status.PENDING, Status.RUNNING)
+    # Not a column: run_start/run_rerun set it on the run they return when its request key
+    # matched an earlier request, so the API answers a replay 200 instead of 201.
+    replayed = False
     # Shown while the run's summary is being written (it is written after the run completes).
     SUMMARY_PENDING_NOTE = "Writing the summary…"
 

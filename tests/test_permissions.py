@@ -106,6 +106,14 @@ def url_objects(team, alice, bob, agent) -> dict[str, int]:
         dataset_name=dataset.name,
         status=Run.Status.COMPLETED,
     )
+    # A second run of the dataset: the API compares a run with a baseline.
+    baseline = Run.objects.create(
+        agent=agent,
+        agent_version=agent.current_version,
+        dataset=dataset,
+        dataset_name=dataset.name,
+        status=Run.Status.COMPLETED,
+    )
     run_case = RunCase.objects.create(run=run, position=0, source_case=case, question=case.question)
     result = Result.objects.create(run=run, case=run_case, status=Result.Status.PASS)
     suggestion = Suggestion.objects.create(
@@ -123,6 +131,7 @@ def url_objects(team, alice, bob, agent) -> dict[str, int]:
         "case_pk": case.pk,
         "document_id": document.pk,
         "run_id": run.pk,
+        "baseline_run_id": baseline.pk,
         "run_case_id": run_case.pk,
         "result_id": result.pk,
         "suggestion_id": suggestion.pk,

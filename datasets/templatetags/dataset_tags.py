@@ -1,6 +1,8 @@
 import re
 
 from django import template
+from django.conf import settings
+from django.forms import BoundField
 
 from datasets.selectors import url_or_empty
 
@@ -68,3 +70,35 @@ def snippet(text: object, width: int, query: str = "") -> str:
 def matches(text: object, query: str) -> bool:
     pattern = _terms_pattern(query)
     return bool(pattern and text and pattern.search(str(text)))
+@register.inclusion_tag("datasets/partials/file_drop.html")
+def file_drop(
+    field: BoundField,
+    accept: str,
+    formats: str,
+    *,
+    field_id: str = "",
+    label: str = "",
+    show_help: bool = True,
+    compact: bool = False,
+    preserve: bool = False,
+    show_errors: bool = True,
+) -> dict[str, object]:
+    """`{% file_drop form.file accept=".csv,.json" formats="CSV or EvalSet JSON" %}`: the one
+    upload control of the console (datasets/partials/file_drop.html, static/js/file_drop.js).
+
+    `preserve` keeps the chosen file when htmx swaps the form after an error elsewhere
+    (hx-preserve), `show_errors=False` when the form lists the file's errors itself."""
+    max_bytes = settings.UPLOAD_MAX_BYTES
+    return {
+        "field": field,
+        "input_id": field_id or field.auto_id,
+        "label": label or field.label,
+        "show_help": show_help and bool(field.help_text),
+        "accept": accept,
+        "formats": formats,
+        "compact": compact,
+        "preserve": preserve,
+        "show_errors": show_errors,
+        "max_bytes": max_bytes,
+        "max_mb": f"{max_bytes / 1_000_000:g}",
+    }

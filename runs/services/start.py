@@ -110,7 +110,10 @@ def run_rerun(
 
 
 def _run_for_key(agent: Agent, request_key: str) -> Run | None:
-    return Run.objects.filter(agent=agent, request_key=request_key).first()
+    run = Run.objects.filter(agent=agent, request_key=request_key).first()
+    if run is not None:
+        run.replayed = True
+    return run
 
 
 def _check_startable(agent: Agent, dataset: Dataset) -> None:

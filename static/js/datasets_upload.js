@@ -1,9 +1,8 @@
 // The two-step upload form on the Generate Dataset page (templates/datasets/new.html).
 // Without this script both steps show and the form still works; the server checks everything again.
+// The drop zone itself is the shared upload control (static/js/file_drop.js).
 (function () {
   "use strict";
-
-  var ALLOWED = ["pdf", "xlsx", "xls", "md", "markdown", "csv", "docx"];
 
   function formOf(node) { return node && node.closest && node.closest("[data-upload-steps]"); }
 
@@ -11,8 +10,14 @@
     if (!form || form.dataset.ready) return;
     form.dataset.ready = "1";
     form.classList.add("js-enabled");
-    // After a server-side error the file is gone (browsers never keep it): show both steps.
-    show(form, form.classList.contains("has-errors") ? "all" : "1");
+    // The server says where to resume: "2" when only the name was refused (the file input is
+    // kept across the swap by hx-preserve), "all" when the browser lost the file (a full page).
+    var step = form.getAttribute("data-start-step") || "1";
+    var input = form.querySelector("input[type=file]");
+    if (input.files && input.files.length) chosen(form);
+    if (step === "2" && !(input.files && input.files.length)) step = "all";
+    show(form, step);
+    if (step === "2") form.querySelector("input[name=name]").focus();
   }
 
   function show(form, step) {
@@ -26,33 +31,15 @@
     });
   }
 
-  function fileProblem(form, file) {
-    if (!file) return "Choose a file to upload.";
-    var extension = (file.name.split(".").pop() || "").toLowerCase();
-    if (file.name.indexOf(".") < 0 || ALLOWED.indexOf(extension) < 0) {
-      return "This kind of file is not supported. Upload a PDF, XLSX, XLS, Markdown, CSV or DOCX file.";
-    }
-    if (file.size === 0) return "The submitted file is empty.";
-    var max = parseInt(form.getAttribute("data-max-bytes"), 10);
-    if (file.size > max) {
-      return "The file is " + (file.size / 1e6).toFixed(1) + " MB; the limit is " + (max / 1e6) + " MB.";
-    }
-    return "";
-  }
-
   function chosen(form) {
     var input = form.querySelector("input[type=file]");
     var file = input.files && input.files[0];
-    var problem = fileProblem(form, file);
-    var error = form.querySelector("[data-file-error]");
-    error.textContent = problem;
-    error.hidden = !problem;
-    var label = form.querySelector("[data-file-label]");
-    label.hidden = !file;
-    if (file) label.textContent = file.name + " · " + (file.size / 1e6).toFixed(2) + " MB";
-    var zone = form.querySelector("[data-dropzone]");
-    zone.classList.toggle("has-file", !!file && !problem);
-    zone.classList.toggle("has-error", !!file && !!problem);
+    var problem = window.evalsiteFileDrop.check(input);
+    if (!file) {
+      var error = form.querySelector("[data-file-error]");
+      error.textContent = problem;
+      error.hidden = !problem;
+    }
     if (file && !problem) {
       form.querySelector("[data-source-name]").textContent = file.name;
       var name = form.querySelector("input[name=name]");
@@ -61,12 +48,13 @@
     return problem;
   }
 
+  // htmx:load fires for the first page and for every swapped-in form (the new element, not the old one).
+  document.addEventListener("htmx:load", function (event) {
+    var elt = event.detail.elt;
+    init(elt.matches && elt.matches("[data-upload-steps]") ? elt : elt.querySelector && elt.querySelector("[data-upload-steps]"));
+  });
   document.addEventListener("DOMContentLoaded", function () {
     init(document.querySelector("[data-upload-steps]"));
-  });
-  document.body.addEventListener("htmx:afterSwap", function (event) {
-    init(event.detail.elt.matches && event.detail.elt.matches("[data-upload-steps]") ? event.detail.elt
-      : document.querySelector("[data-upload-steps]"));
   });
 
   document.addEventListener("change", function (event) {
@@ -86,28 +74,5 @@
     show(form, step);
     var focus = step === "2" ? form.querySelector("input[name=name]") : form.querySelector("input[type=file]");
     if (focus) focus.focus();
-  });
-
-  // Dropping a file on the zone fills the file input, as choosing it would.
-  ["dragenter", "dragover"].forEach(function (type) {
-    document.addEventListener(type, function (event) {
-      var zone = event.target.closest && event.target.closest("[data-dropzone]");
-      if (!zone) return;
-      event.preventDefault();
-      zone.classList.add("dragover");
-    });
-  });
-  ["dragleave", "drop"].forEach(function (type) {
-    document.addEventListener(type, function (event) {
-      var zone = event.target.closest && event.target.closest("[data-dropzone]");
-      if (!zone) return;
-      event.preventDefault();
-      zone.classList.remove("dragover");
-      if (type === "drop" && event.dataTransfer && event.dataTransfer.files.length) {
-        var input = formOf(zone).querySelector("input[type=file]");
-        input.files = event.dataTransfer.files;
-        input.dispatchEvent(new Event("change", { bubbles: true }));
-      }
-    });
   });
 })();

@@ -16,6 +16,7 @@ def test_the_login_page_renders(client, db):
 
     assert response.status_code == 200
     assert 'name="username"' in response.text and 'autocomplete="current-password"' in response.text
+    assert response.text.count('class="brand"') == 1  # not in the top bar and above the card both
 
 
 def test_good_credentials_sign_in_and_go_to_the_agents(client, alice):

@@ -125,3 +125,13 @@ def test_no_token_or_a_revoked_token_is_401(alice, agent):
 @pytest.mark.django_db
 def test_wrong_method_is_405(alice, agent):
     assert _api(alice).put(_url(agent), {}, content_type="application/json").status_code == 405
+
+
+@pytest.mark.django_db
+def test_unknown_fields_in_a_dataset_body_are_a_422(alice, agent):
+    api = _api(alice)
+    url = f"/api/agents/{agent.pk}/eval/datasets"
+    response = api.post(url, {"name": "Set", "threshold": 9}, content_type="application/json")
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"][-1] == "threshold"
+    assert not Dataset.objects.filter(agent=agent).exists()

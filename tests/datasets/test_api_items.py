@@ -145,3 +145,29 @@ def test_item_list_queries_are_bounded(alice, dataset, django_assert_max_num_que
         body = api.get(_url(dataset), {"limit": 100}).json()
 
     assert len(body["items"]) == 100
+
+
+@pytest.mark.django_db
+def test_item_positions_are_the_1_based_numbers_the_page_shows(alice, dataset):
+    # Gaps left by a delete, and a search, keep each case's number in the dataset.
+    first, second, third = (TestCaseFactory(dataset=dataset, position=p, question=f"Q{p}") for p in (0, 4, 9))
+    api = _api(alice)
+    listed = api.get(_url(dataset)).json()["items"]
+    assert [(item["id"], item["position"]) for item in listed] == [(first.pk, 1), (second.pk, 2), (third.pk, 3)]
+    found = api.get(_url(dataset), {"q": "Q9"}).json()["items"]
+    assert [item["position"] for item in found] == [3]
+    assert api.get(_url(dataset, second.pk)).json()["position"] == 2
+    created = api.post(_url(dataset), {"question": "New"}, content_type="application/json").json()
+    assert created["position"] == 4
+
+
+@pytest.mark.django_db
+def test_unknown_fields_in_an_item_body_are_a_422(alice, dataset):
+    api = _api(alice)
+    response = api.post(_url(dataset), {"question": "Q", "expected": "typo"}, content_type="application/json")
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"][-1] == "expected"
+    assert not TestCase.objects.filter(dataset=dataset).exists()
+    case = TestCaseFactory(dataset=dataset)
+    patched = api.patch(_url(dataset, case.pk), {"answer": "x"}, content_type="application/json")
+    assert patched.status_code == 422

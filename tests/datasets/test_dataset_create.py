@@ -126,7 +126,7 @@ def test_a_bad_file_creates_no_dataset_and_names_the_row(client_alice, agent):
 
     response = client_alice.post(_url(agent), {"name": "Broken", "file": upload}, **HTMX)
 
-    assert "Row 3: question" in response.content.decode()
+    assert "Row 3: Question" in response.content.decode()
     assert not Dataset.objects.exists()
 
 

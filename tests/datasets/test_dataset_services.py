@@ -77,7 +77,7 @@ def test_case_bulk_create_is_all_or_nothing_and_names_the_bad_case(agent):
     with pytest.raises(ValidationError) as exc:
         services.case_bulk_create(dataset=dataset, cases=[{"question": "ok"}, {"question": ""}])
 
-    assert exc.value.messages == ["Case 2: question: Write the question the agent should answer."]
+    assert exc.value.messages == ["Case 2: Question: Write the question the agent should answer."]
     assert not TestCase.objects.exists()
 
 

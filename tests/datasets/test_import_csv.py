@@ -96,7 +96,7 @@ def test_a_bad_row_rejects_the_whole_file_with_its_row_number(dataset):
     with pytest.raises(ValidationError) as exc:
         dataset_import_csv(dataset=dataset, file=_csv(text))
 
-    assert exc.value.messages == ["Row 4: question: Write the question the agent should answer."]
+    assert exc.value.messages == ["Row 4: Question: Write the question the agent should answer."]
     assert _cases(dataset) == [("r-1", "Original", "Original")]
 
 
@@ -108,8 +108,8 @@ def test_every_bad_row_is_listed(dataset):
         dataset_import_csv(dataset=dataset, file=_csv(text))
 
     assert exc.value.messages == [
-        "Row 2: question: Write the question the agent should answer.",
-        "Row 3: smoke_count: Enter a whole number from 1 to 10, or leave it empty.",
+        "Row 2: Question: Write the question the agent should answer.",
+        "Row 3: Smoke-test paraphrases: Enter a whole number from 1 to 10, or leave it empty.",
         "Row 6: case_id “c” is already used on row 5.",
     ]
     assert not dataset.cases.exists()

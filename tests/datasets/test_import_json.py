@@ -190,7 +190,7 @@ def test_a_bad_eval_case_rejects_the_file_and_names_the_case(dataset):
         dataset_import_json(dataset=dataset, file=_file(document))
 
     assert exc.value.messages == [
-        "Eval case 2 (empty): question: Write the question the agent should answer.",
+        "Eval case 2 (empty): Question: Write the question the agent should answer.",
         "Eval case 3 (ok): eval_id “ok” is already used by eval case 1.",
         "Eval case 4 (weird): expected text or a content object with parts[].text.",
     ]

@@ -61,7 +61,7 @@ def test_a_bad_file_keeps_the_dialog_open_with_the_row_numbers(client_alice, dat
 
     html = response.content.decode()
     assert "Nothing was imported." in html
-    assert "Row 3: question: Write the question the agent should answer." in html
+    assert "Row 3: Question: Write the question the agent should answer." in html
     assert "HX-Retarget" not in response
     assert not dataset.cases.exists()
 

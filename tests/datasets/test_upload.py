@@ -327,3 +327,21 @@ def test_the_review_step_offers_the_choice_off_with_its_warning(client_alice, ag
     assert checkbox is not None and "checked" not in checkbox.group(0)
     assert "Let the agent read the uploaded document" in html
     assert "the agent then reads the expected answers too" in html
+def test_a_refused_name_resumes_on_the_name_step_with_the_file_kept(client_alice, agent):
+    from tests.factories import DatasetFactory
+
+    DatasetFactory(agent=agent, name="Support plan")
+    csv = b"question,expected_answer\nQ?,A.\n"
+    response = post_upload(client_alice, agent, "plan.csv", csv, HTTP_HX_REQUEST="true")
+
+    html = response.content.decode()
+    assert 'data-start-step="2"' in html
+    assert re.search(r'<input type="file"[^>]*hx-preserve="true"', html)  # the browser keeps the chosen file
+    assert re.search(r"<dd data-source-name>\s*plan\.csv\s*</dd>", html)
+    assert 'id="name-errors"' in html
+    # A file error goes back to the file step; a full page (no htmx) lost the file: both steps.
+    assert 'data-start-step="1"' not in html
+    bad = post_upload(client_alice, agent, "plan.csv", b"", dataset_name="Other", HTTP_HX_REQUEST="true")
+    assert 'data-start-step="1"' in bad.content.decode()
+    page = post_upload(client_alice, agent, "plan.csv", csv)
+    assert 'data-start-step="all"' in page.content.decode()

@@ -64,7 +64,7 @@ def test_json_has_every_field_of_every_result_and_the_summary(run):
     assert first["tool_calls"] == [{"name": "lookup", "args": {"id": 7}}]
     assert first["scorers"][0]["label"] == "ROUGE-L"
     assert first["agent_cost"] == 0.001 and isinstance(first["finished_at"], str)
-    assert [(r["repeat"], r["variant"]) for r in results] == [(0, 0), (1, 0), (0, 0), (0, 1), (1, 0)]
+    assert [(r["repeat"], r["variant"]) for r in results] == [(1, 0), (2, 0), (1, 0), (1, 1), (2, 0)]
     assert "token" not in first
 
 

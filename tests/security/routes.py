@@ -20,6 +20,7 @@ API_PARAMS = {
     "dataset_id": "dataset_id",
     "item_id": "case_pk",
     "run_id": "run_id",
+    "baseline_id": "baseline_run_id",
     "result_id": "result_id",
     "suggestion_id": "suggestion_id",
     "version_id": "version_id",
