@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypedDict
 
 from django.db.models import Count, Q, QuerySet
-from django.urls import NoReverseMatch, reverse
 
 from agents.models import Agent
 from datasets.models import Dataset, TestCase
@@ -59,15 +58,6 @@ def case_search(*, dataset: Dataset, query: str = "") -> QuerySet[TestCase]:
             | Q(case_id__icontains=term)
         )
     return cases
-
-
-def url_or_empty(name: str, *args: object, **kwargs: object) -> str:
-    """The URL, or "" when the route does not exist (yet): pages offer actions that later
-    releases add only once they are there."""
-    try:
-        return reverse(name, args=args or None, kwargs=kwargs or None)
-    except NoReverseMatch:
-        return ""
 
 
 def dataset_run_blocker(*, dataset: Dataset, case_count: int) -> str:

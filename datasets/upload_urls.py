@@ -1,7 +1,7 @@
 """Routes of datasets/upload_views.py (upload, extraction status, documents), included by
 datasets/urls.py under /agents/<agent_id>/datasets/ in the "datasets" namespace.
 
-Names the dataset pages already link to once they exist (found with url_if_exists):
+Names the dataset pages link to:
   "new"                kwargs agent_id                           the two-step Generate Dataset page
   "status"             kwargs agent_id, dataset_id               extraction status polling partial
   "document_preview"   kwargs agent_id, dataset_id, document_id  preview dialog (htmx into #dialog-slot)

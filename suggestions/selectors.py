@@ -11,7 +11,6 @@ from django.urls import reverse
 
 from agents.diff import FieldDiff, version_diff
 from agents.models import Agent, AgentVersion
-from datasets.selectors import url_or_empty
 from runs.models import Result, Run, RunCase
 from suggestions.models import Suggestion, SuggestionGeneration
 from suggestions.services import case_outcomes, generation_is_stale, run_needs_suggestions
@@ -272,12 +271,8 @@ def _average(run: Run, positions: list[int]) -> float | None:
 
 
 def _compare_url(parent: Run, run: Run) -> str:
-    """The runs' comparison page when it exists (either URL shape), else the verify run's page."""
-    agent_id = parent.agent_id
-    url = url_or_empty("runs:compare", agent_id, parent.pk, run.pk)
-    if not url and (base := url_or_empty("runs:compare", agent_id)):
-        url = f"{base}?a={parent.pk}&b={run.pk}"
-    return url or reverse("runs:detail", args=[agent_id, run.pk])
+    """The runs' comparison page, the parent run against its verify run."""
+    return reverse("runs:compare", args=[parent.agent_id]) + f"?a={parent.pk}&b={run.pk}"
 
 
 def preview_diff(*, version: AgentVersion, field_name: str, text: str) -> FieldDiff | None:

@@ -11,6 +11,8 @@ from pathlib import Path
 from django.conf import settings
 from django.db import connection
 
+from tests.waiting import wait_for
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -83,14 +85,15 @@ class WorkerProcess:
         return self
 
     def _wait_ready(self, timeout: float = 120) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def ready() -> bool:
             if self.process and self.process.poll() is not None:
                 raise RuntimeError(f"Celery worker exited early:\n{self.read_log()}")
-            if " ready." in self.read_log():
-                return
-            time.sleep(0.2)
-        raise RuntimeError(f"Celery worker did not become ready:\n{self.read_log()}")
+            return " ready." in self.read_log()
+
+        try:
+            wait_for(ready, timeout=timeout, what="the Celery worker to be ready")
+        except AssertionError:
+            raise RuntimeError(f"Celery worker did not become ready:\n{self.read_log()}") from None
 
     def read_log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

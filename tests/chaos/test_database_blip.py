@@ -10,7 +10,8 @@ from django.db import connection
 from agents.models import Agent
 from runs import services
 from runs.models import Result, Run
-from tests.runs.conftest import wait_for, wait_settled
+from tests.runs.conftest import wait_settled
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.chaos, pytest.mark.worker]
 

@@ -12,7 +12,8 @@ import redis
 from agents.models import Agent
 from runs import services
 from runs.models import Result, Run
-from tests.runs.conftest import wait_for, wait_settled
+from tests.runs.conftest import wait_settled
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.chaos, pytest.mark.worker]
 

@@ -4,7 +4,6 @@ import pytest
 from django.urls import reverse
 
 from datasets.models import Dataset
-from datasets.selectors import url_or_empty
 from tests.factories import AgentFactory, DatasetFactory, TestCaseFactory
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -51,14 +50,22 @@ def test_empty_state_invites_to_generate_a_dataset(client_alice, agent):
 
 
 @pytest.mark.django_db
-def test_generate_button_links_to_the_generate_page_only_when_it_exists(client_alice, agent):
+def test_generate_button_links_to_the_generate_page(client_alice, agent):
     html = client_alice.get(_url(agent)).content.decode()
 
-    generate_url = url_or_empty("datasets:new", agent_id=agent.pk)
-    if generate_url:
-        assert f'href="{generate_url}"' in html
-    else:
-        assert "Generate Dataset" not in html
+    assert (
+        f'<a class="btn btn-primary" href="{reverse("datasets:new", args=[agent.pk])}">✦ Generate Dataset</a>' in html
+    )
+
+
+@pytest.mark.django_db
+def test_with_datasets_the_header_links_to_the_generate_page(client_alice, agent):
+    DatasetFactory(agent=agent)
+
+    html = client_alice.get(_url(agent)).content.decode()
+
+    assert html.count(f'href="{reverse("datasets:new", args=[agent.pk])}"') == 1
+    assert "No evaluation datasets yet" not in html
 
 
 @pytest.mark.django_db

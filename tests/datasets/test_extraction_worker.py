@@ -1,25 +1,22 @@
 """The extraction job in a real Celery worker process, on Redis, against the test database."""
 
-import time
-
 import pytest
 from django.urls import reverse
 
 from datasets.models import Dataset
 from tests.datasets import files
 from tests.datasets.extraction_helpers import media_root  # noqa: F401
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.worker
 
 
-def wait_until_settled(dataset_id: int, timeout: float = 90) -> Dataset:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def wait_until_settled(dataset_id: int) -> Dataset:
+    def settled() -> Dataset | None:
         dataset = Dataset.objects.get(pk=dataset_id)
-        if dataset.is_settled:
-            return dataset
-        time.sleep(0.3)
-    raise AssertionError(f"dataset {dataset_id} still extracting after {timeout} s")
+        return dataset if dataset.is_settled else None
+
+    return wait_for(settled, interval=0.3, what=f"dataset {dataset_id} to settle")
 
 
 def test_uploads_are_extracted_by_a_worker_and_the_page_stops_polling(celery_worker, client_alice, agent):

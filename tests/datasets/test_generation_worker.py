@@ -1,12 +1,11 @@
 """Generate with AI end to end: the job runs in a real Celery worker on Redis."""
 
-import time
-
 import pytest
 
 from datasets.generation.services import dataset_generate_create
 from datasets.models import Dataset
 from tests.factories import AgentFactory, MembershipFactory, TeamFactory, UserFactory
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -20,16 +19,6 @@ INVOICE = {
         "totals": [{"label": "Total", "value": "€49.00"}],
     },
 }
-
-
-def wait_until_settled(dataset: Dataset, timeout: float = 90) -> Dataset:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        dataset.refresh_from_db()
-        if dataset.is_settled:
-            return dataset
-        time.sleep(0.3)
-    raise AssertionError(f"dataset {dataset.pk} still {dataset.status} after {timeout}s")
 
 
 def test_generation_runs_in_a_real_worker_and_writes_cases_and_files(celery_worker, fake_llm, settings, tmp_path):
@@ -57,7 +46,12 @@ def test_generation_runs_in_a_real_worker_and_writes_cases_and_files(celery_work
     celery_worker(concurrency=1)
 
     dataset = dataset_generate_create(agent=agent, user=user, name="Worker generated", count=12, instructions="")
-    wait_until_settled(dataset)
+
+    def settled() -> bool:
+        dataset.refresh_from_db()
+        return dataset.is_settled
+
+    wait_for(settled, interval=0.3, what=f"dataset {dataset.pk} to settle")
 
     assert dataset.status == Dataset.Status.READY, dataset.failure_reason
     assert dataset.cases.count() == 12

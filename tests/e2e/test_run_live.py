@@ -22,7 +22,8 @@ from playwright.sync_api import Page, Request, expect
 from agents.models import Agent
 from runs.models import Result, Run
 from tests.factories import AgentFactory, DatasetFactory, TestCaseFactory
-from tests.runs.conftest import wait_for, wait_settled
+from tests.runs.conftest import wait_settled
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.worker]
 

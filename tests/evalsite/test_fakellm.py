@@ -9,12 +9,12 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.fakellm import JUDGE_DEFAULT, FakeLLM
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -129,7 +129,7 @@ def test_reset_releases_a_hanging_request(fake_llm_server):
     answered = []
     client = threading.Thread(target=lambda: answered.append(_chat(fake_llm_server, "Hi")))
     client.start()
-    _wait_until(lambda: fake_llm_server.in_flight == 1)
+    wait_for(lambda: fake_llm_server.in_flight == 1, timeout=3, interval=0.02, what="one request in flight")
 
     fake_llm_server.reset()
     client.join(timeout=3)
@@ -146,7 +146,7 @@ def test_a_client_that_gives_up_frees_its_slot(fake_llm_server):
     with pytest.raises(TimeoutError):
         _post(fake_llm_server, "/v1/chat/completions", body, timeout=0.3)
 
-    _wait_until(lambda: fake_llm_server.in_flight == 0)
+    wait_for(lambda: fake_llm_server.in_flight == 0, timeout=3, interval=0.02, what="no request in flight")
     assert fake_llm_server.requests[0].status == 499
 
 
@@ -201,10 +201,3 @@ def test_it_runs_standalone():
                 assert response.status == 200
         finally:
             server.terminate()
-
-
-def _wait_until(condition: Callable[[], bool], seconds: float = 3.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.02)

@@ -5,12 +5,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from evalsite import llm
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 HELLO = [{"role": "user", "content": "What is the capital of France?"}]
@@ -304,7 +304,7 @@ def test_it_cuts_a_hanging_provider_at_our_timeout(fake_llm):
     assert caught.value.kind == "timeout"
     assert caught.value.retryable
     assert caught.value.message == "The model did not answer within 1 s."
-    _wait_until(lambda: fake_llm.in_flight == 0)  # the fake saw the client leave: the slot is free
+    wait_for(lambda: fake_llm.in_flight == 0, timeout=3, interval=0.02, what="the fake to see the client leave")
 
 
 def test_it_retries_a_timeout(fake_llm):
@@ -412,10 +412,3 @@ def test_importing_the_gateway_does_not_import_litellm():
 
 def _cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=True))
-
-
-def _wait_until(condition: Callable[[], bool], seconds: float = 3.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.02)

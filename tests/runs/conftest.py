@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +11,7 @@ from agents.models import Agent
 from runs import services
 from runs.models import Result, Run
 from tests.factories import AgentFactory, DatasetFactory, TestCaseFactory
+from tests.waiting import wait_for
 
 
 @pytest.fixture(autouse=True)
@@ -65,19 +65,6 @@ def drive(run: Run, *, limit: int = 1000) -> Run:
     services.run_finish(run_id=run.pk)
     run.refresh_from_db()
     return run
-
-
-def wait_for(
-    predicate: Callable[[], Any], *, timeout: float = 90, interval: float = 0.2, what: str = "condition"
-) -> Any:
-    """Poll until predicate() is truthy (generous timeouts: CI has 2 noisy cores)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"Timed out after {timeout:g} s waiting for {what}")
 
 
 def wait_settled(run: Run, *, timeout: float = 120, worker: Any = None) -> Run:

@@ -4,15 +4,33 @@ no page, fragment, download or API response may contain them.
 Generated from the URL conf and the API schema, so a page added later (the run review
 pages, say) is checked without touching this file. tests/agents/test_header_secrets.py
 covers the agent pages and the admin by hand.
+
+A check that a response lacks a secret passes as easily on a redirect or a 405 as on
+the page itself, so every route states what it answers: GET routes their status (a
+redirect is followed to the page it leads to), POST-only routes are posted with data
+that makes them do their work, and the change they make is checked before their
+response (and the page they lead to) is searched for the secrets.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 
 from accounts import services as account_services
+from accounts.middleware import SESSION_KEY
+from accounts.models import ApiToken, Membership, Team
 from agents.models import Agent, AgentVersion
+from datasets.models import Dataset, TestCase
+from runs.models import Result, Run
+from suggestions.models import Suggestion, SuggestionGeneration
+from tests.datasets.files import pdf_bytes, upload
+from tests.factories import MembershipFactory, TestCaseFactory, UserFactory
 from tests.security.routes import api_operations, console_routes
 from tests.test_permissions import _url
 
@@ -20,6 +38,18 @@ SECRET = "sk-live-SECRET-never-shown-7c1f"
 SECRET_2 = "tok-SECRET-two-never-shown-99ab"
 ROUTES = [route for route in console_routes() if route.name != "accounts:logout"]
 API_READS = [operation for operation in api_operations() if operation.method == "GET"]
+
+# GET routes that do not answer 200, as (plain page, htmx request). Anything else must be 200.
+GET_STATUS: dict[str, tuple[int, int]] = {
+    "home": (302, 302),  # on to the agents list
+    "accounts:login": (302, 302),  # a signed-in user is sent on
+    "datasets:list_rows": (286, 286),  # no dataset is extracting: the poll stops
+    "datasets:status": (286, 286),
+    "runs:list_poll": (286, 286),  # no run is active
+    "datasets:row": (302, 200),  # a fragment; without htmx, the list it belongs to
+    "runs:results": (302, 200),  # a fragment; without htmx, the run page's results
+    "suggestions:panel": (200, 286),  # the run is finished: the panel's poll stops
+}
 
 
 @pytest.fixture
@@ -33,22 +63,287 @@ def secret_objects(stored_objects):
     return stored_objects
 
 
+def _content(response) -> bytes:  # type: ignore[no-untyped-def]
+    return b"".join(response.streaming_content) if response.streaming else response.content
+
+
 def _assert_no_secret(response, where: str) -> None:  # type: ignore[no-untyped-def]
-    content = b"".join(response.streaming_content) if response.streaming else response.content
+    content = _content(response)
     for secret in (SECRET, SECRET_2):
         assert secret.encode() not in content, f"{where} shows a header value"
         assert all(secret not in value for _, value in response.items()), f"{where} sends a header value"
 
 
+def _assert_landing_page_has_no_secret(client: Client, response, where: str) -> None:  # type: ignore[no-untyped-def]
+    """Follow a redirect (plain or htmx) to the page the user ends up on, and check it too."""
+    target = response.get("HX-Redirect") or (response["Location"] if response.status_code == 302 else None)
+    if target is None:
+        return
+    landing = client.get(target)
+    assert landing.status_code == 200, f"{where} led to {target}, which answered {landing.status_code}"
+    _assert_no_secret(landing, f"{where} -> GET {target}")
+
+
+# ---- POST-only routes, posted with data that makes them work --------------------------
+
+
+@dataclass(frozen=True)
+class Post:
+    """What a POST-only route needs to do its work, and how to tell that it did."""
+
+    data: Callable[[dict[str, Any]], dict[str, Any]]  # the form, from the objects
+    status: tuple[int, int]  # (plain form, htmx request)
+    done: Callable[[dict[str, Any], Client], bool]  # the change the post made
+    setup: Callable[[dict[str, Any]], None] = lambda objects: None
+
+
+def _second_team(objects: dict[str, Any]) -> None:
+    team = Team.objects.create(name="Second team")
+    MembershipFactory(team=team, user=User.objects.get(username="alice"), role="owner")
+    objects["second_team_id"] = team.pk
+
+
+def _dave(objects: dict[str, Any]) -> None:
+    UserFactory(username="dave")
+
+
+def _second_version(objects: dict[str, Any]) -> None:
+    """A newer current version, so the matrix's version 1 can be rolled back to or verified."""
+    agent = Agent.objects.get(pk=objects["agent_id"])
+    first = AgentVersion.objects.get(pk=objects["version_id"])
+    second = AgentVersion.objects.create(
+        agent=agent,
+        number=2,
+        note="Second",
+        instructions="Answer briefly.",
+        http_url=first.http_url,
+        http_headers=first.http_headers,
+    )
+    Agent.objects.filter(pk=agent.pk).update(current_version=second)
+    objects["second_version_id"] = second.pk
+
+
+def _running(objects: dict[str, Any]) -> None:
+    Run.objects.filter(pk=objects["run_id"]).update(status=Run.Status.RUNNING)
+    Result.objects.filter(pk=objects["result_id"]).update(status=Result.Status.PENDING)
+
+
+def _failed(objects: dict[str, Any]) -> None:
+    """The matrix's one result failed: there is something to re-run, verify and suggest."""
+    Result.objects.filter(pk=objects["result_id"]).update(status=Result.Status.FAIL, score=2)
+    Run.objects.filter(pk=objects["run_id"]).update(total=1, failed=1, average_score=2)
+
+
+def _attached(objects: dict[str, Any]) -> None:
+    TestCase.objects.get(pk=objects["case_pk"]).documents.add(objects["document_id"])
+
+
+def _suggestion_form(objects: dict[str, Any]) -> dict[str, Any]:
+    suggestion = Suggestion.objects.get(pk=objects["suggestion_id"])
+    return {
+        "s-TOTAL_FORMS": "1",
+        "s-INITIAL_FORMS": "1",
+        "s-0-id": str(suggestion.pk),
+        "s-0-selected": "on",
+        "s-0-title": suggestion.title,
+        "s-0-category": suggestion.category,
+        "s-0-description": suggestion.description,
+    }
+
+
+def _applies_to_run(objects: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {"suggestions": [objects["suggestion_id"]], "base_version": objects["version_id"], **fields}
+
+
+def _runs(objects: dict[str, Any]) -> int:
+    return Run.objects.filter(agent_id=objects["agent_id"]).count()
+
+
+POSTS: dict[str, Post] = {
+    "accounts:switch_team": Post(
+        data=lambda o: {"team": o["second_team_id"]},
+        status=(302, 200),
+        done=lambda o, client: client.session[SESSION_KEY] == o["second_team_id"],
+        setup=_second_team,
+    ),
+    "accounts:team_create": Post(
+        data=lambda o: {"new-name": "Brand new team"},
+        status=(302, 302),
+        done=lambda o, client: Team.objects.filter(name="Brand new team").exists(),
+    ),
+    "accounts:team_update": Post(
+        data=lambda o: {"name": "Renamed team"},
+        status=(302, 200),
+        done=lambda o, client: Team.objects.filter(name="Renamed team").exists(),
+    ),
+    "accounts:member_add": Post(
+        data=lambda o: {"mode": "existing", "username": "dave", "role": "member"},
+        status=(302, 200),
+        done=lambda o, client: Membership.objects.filter(user__username="dave").exists(),
+        setup=_dave,
+    ),
+    "accounts:member_role": Post(
+        data=lambda o: {"role": "owner"},
+        status=(302, 200),
+        done=lambda o, client: Membership.objects.get(pk=o["membership_id"]).role == "owner",
+    ),
+    "accounts:member_remove": Post(
+        data=lambda o: {},
+        status=(302, 200),
+        done=lambda o, client: not Membership.objects.filter(pk=o["membership_id"]).exists(),
+    ),
+    "accounts:token_create": Post(
+        data=lambda o: {"name": "Nightly CI"},
+        status=(200, 200),
+        done=lambda o, client: ApiToken.objects.filter(name="Nightly CI").exists(),
+    ),
+    "accounts:token_revoke": Post(
+        data=lambda o: {},
+        status=(302, 200),
+        done=lambda o, client: ApiToken.objects.get(pk=o["token_id"]).revoked_at is not None,
+    ),
+    "agents:version_rollback": Post(
+        data=lambda o: {},
+        status=(302, 200),
+        done=lambda o, client: Agent.objects.get(pk=o["agent_id"]).current_version.number == 3,
+        setup=_second_version,
+    ),
+    "datasets:case_move": Post(
+        data=lambda o: {"direction": "bottom"},
+        status=(302, 200),
+        done=lambda o, client: (
+            list(TestCase.objects.filter(dataset_id=o["dataset_id"]).order_by("position").values_list("pk", flat=True))[
+                -1
+            ]
+            == o["case_pk"]
+        ),
+        setup=lambda o: TestCaseFactory(dataset_id=o["dataset_id"]),
+    ),
+    "datasets:generate": Post(
+        data=lambda o: {"count": 5, "instructions": "", "name": "Generated cases"},
+        status=(302, 200),
+        done=lambda o, client: Dataset.objects.filter(name="Generated cases").exists(),
+    ),
+    "datasets:upload": Post(
+        data=lambda o: {"name": "Uploaded cases", "file": upload("policy.pdf", pdf_bytes([["Question: Q?"]]))},
+        status=(302, 200),
+        done=lambda o, client: Dataset.objects.filter(name="Uploaded cases").exists(),
+    ),
+    "datasets:case_document_attach": Post(
+        data=lambda o: {"file": upload("attachment.pdf", pdf_bytes([["An attachment."]]))},
+        status=(302, 200),
+        done=lambda o, client: (
+            TestCase.objects.get(pk=o["case_pk"]).documents.filter(original_name="attachment.pdf").exists()
+        ),
+    ),
+    "datasets:case_document_detach": Post(
+        data=lambda o: {},
+        status=(302, 200),
+        done=lambda o, client: not TestCase.objects.get(pk=o["case_pk"]).documents.exists(),
+        setup=_attached,
+    ),
+    "runs:start": Post(
+        data=lambda o: {"request_key": "security-probe"},
+        status=(302, 200),
+        done=lambda o, client: _runs(o) == 2,
+    ),
+    "runs:stop": Post(
+        data=lambda o: {},
+        status=(302, 200),
+        done=lambda o, client: Run.objects.get(pk=o["run_id"]).status == Run.Status.STOPPED,
+        setup=_running,
+    ),
+    "runs:rerun": Post(
+        data=lambda o: {"request_key": "security-probe"},
+        status=(302, 200),
+        done=lambda o, client: _runs(o) == 2,
+        setup=_failed,
+    ),
+    "suggestions:generate": Post(
+        data=lambda o: {},
+        status=(302, 200),
+        done=lambda o, client: SuggestionGeneration.objects.filter(run_id=o["run_id"]).exists(),
+        setup=lambda o: (_failed(o), Suggestion.objects.filter(pk=o["suggestion_id"]).delete()),
+    ),
+    # An HTTP agent's configuration lives elsewhere: step 2 of the Apply dialog refuses it
+    # and says why, on the page (the change request below is what such a team takes away).
+    "suggestions:apply_confirm": Post(
+        data=lambda o: _applies_to_run(o, fields_changed=["instructions"], instructions="Answer briefly."),
+        status=(200, 200),
+        done=lambda o, client: (
+            Suggestion.objects.get(pk=o["suggestion_id"]).state == Suggestion.State.PROPOSED
+            and AgentVersion.objects.filter(agent_id=o["agent_id"]).count() == 1
+        ),
+    ),
+    "suggestions:apply_diff": Post(
+        data=lambda o: _applies_to_run(o, field="instructions", instructions="Answer briefly."),
+        status=(200, 200),
+        done=lambda o, client: True,  # a read: the diff's content is checked in _POST_CONTENT
+    ),
+    "suggestions:change_request": Post(
+        data=_suggestion_form,
+        status=(200, 200),
+        done=lambda o, client: True,  # a download: its content is checked in _POST_CONTENT
+    ),
+    "suggestions:verify": Post(
+        data=lambda o: {"version": o["second_version_id"], "scope": "all", "request_key": "security-probe"},
+        status=(302, 200),
+        done=lambda o, client: Run.objects.filter(purpose=Run.Purpose.VERIFY).count() == 1,
+        setup=lambda o: (_failed(o), _second_version(o)),
+    ),
+}
+# Posts that change nothing: what their response must contain to prove it is the real page.
+_POST_CONTENT = {
+    "suggestions:apply_confirm": "HTTP agents are configured elsewhere",
+    "suggestions:apply_diff": "Answer briefly.",
+    "suggestions:change_request": "Add the refund window",
+}
+GET_ROUTES = [route for route in ROUTES if route.name not in POSTS]
+POST_ROUTES = [route for route in ROUTES if route.name in POSTS]
+
+
+def test_every_table_entry_names_a_route():
+    names = {route.name for route in ROUTES}
+    assert set(GET_STATUS) <= names, f"not routes any more: {set(GET_STATUS) - names}"
+    assert set(POSTS) <= names, f"not routes any more: {set(POSTS) - names}"
+    assert not set(GET_STATUS) & set(POSTS)
+
+
 @pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
-@pytest.mark.parametrize("route", ROUTES, ids=str)
+@pytest.mark.parametrize("route", GET_ROUTES, ids=str)
 def test_no_page_or_fragment_shows_a_header_value(client_alice, secret_objects, route, htmx):
     url = _url(route, secret_objects)
+    expected = GET_STATUS.get(route.name, (200, 200))[htmx]
 
     response = client_alice.get(url, headers={"HX-Request": "true"} if htmx else {})
 
-    assert response.status_code < 500
+    assert response.status_code == expected, (
+        f"GET {url} answered {response.status_code}, expected {expected}. A POST-only route belongs in "
+        "POSTS, with data that makes it work; another status in GET_STATUS, with the reason."
+    )
     _assert_no_secret(response, f"GET {url}")
+    _assert_landing_page_has_no_secret(client_alice, response, f"GET {url}")
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
+@pytest.mark.parametrize("route", POST_ROUTES, ids=str)
+def test_no_post_response_shows_a_header_value(client_alice, secret_objects, settings, route, htmx):
+    settings.EVALSITE_LLM_MODEL = "openai/security-probe"  # so Generate with AI accepts the job
+    post = POSTS[route.name]
+    objects = dict(secret_objects)
+    post.setup(objects)
+    url = _url(route, objects)
+    assert client_alice.get(url).status_code == 405, f"{route.name} serves GET: it belongs in the GET table"
+
+    response = client_alice.post(url, post.data(objects), headers={"HX-Request": "true"} if htmx else {})
+
+    expected = post.status[htmx]
+    assert response.status_code == expected, f"POST {url} answered {response.status_code}, expected {expected}"
+    assert post.done(objects, client_alice), f"POST {url} answered {response.status_code} but did not do its work"
+    if route.name in _POST_CONTENT:
+        assert _POST_CONTENT[route.name].encode() in _content(response), f"POST {url} did not render its page"
+    _assert_no_secret(response, f"POST {url}")
+    _assert_landing_page_has_no_secret(client_alice, response, f"POST {url}")
 
 
 @pytest.mark.parametrize("operation", API_READS, ids=str)

@@ -15,7 +15,8 @@ from runs import services as run_services
 from runs.models import Run
 from suggestions.models import Suggestion, SuggestionGeneration
 from suggestions.selectors import verify_comparison_get
-from tests.runs.conftest import wait_for, wait_settled
+from tests.runs.conftest import wait_settled
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.worker
 

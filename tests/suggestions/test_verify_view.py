@@ -115,7 +115,8 @@ def test_the_panel_compares_the_finished_verify_run_with_the_original(client_ali
     regressed = html.split("Regressed:")[1].split("</div>")[0]
     assert f"/runs/{child.pk}/#case-1" in fixed and ">#2<" in fixed
     assert f"/runs/{child.pk}/#case-2" in regressed and ">#3<" in regressed
-    assert "Compare runs" in html
+    compare = reverse("runs:compare", args=[failing_run.agent_id]) + f"?a={failing_run.pk}&amp;b={child.pk}"
+    assert f'href="{compare}">Compare runs</a>' in html
 
 
 @pytest.mark.django_db
