@@ -1,6 +1,7 @@
 """Case cards and the source preview in a real browser, at 1280 and 390 px: contexts and
 guideline on the card, search terms marked, the preview scrolled to the case's row."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,40 @@ def test_the_dataset_list_and_the_wizard_choice(page, login, live_server, alice,
     expect(checkbox).to_be_visible()
     expect(checkbox).not_to_be_checked()
     page.screenshot(path=str(SHOTS / f"wizard-review-{name}.png"), full_page=True)
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_a_pdf_source_opens_at_its_page_with_the_evidence_marked(
+    page, login, live_server, alice, team, no_llm, viewport
+):
+    from tests.datasets.files import pdf_bytes
+
+    name = "desktop" if viewport == DESKTOP else "phone"
+    agent = AgentFactory(team=team, name="PDF bot")
+    pages = [
+        ["Support test plan"],
+        [
+            "TC-1: Weekend support",
+            "Question: Is support open on Sunday, or only on",
+            "weekdays?",
+            "Expected answer: Weekdays 9-17 CET only.",
+            "TC-2: Phone",
+            "Question: Is there phone support?",
+            "Expected answer: Yes, for Enterprise.",
+        ],
+    ]
+    dataset = extract(agent, "plan.pdf", pdf_bytes(pages))
+    page.set_viewport_size(viewport)
+    login(page, alice, f"/agents/{agent.pk}/datasets/{dataset.pk}/")
+
+    card = page.locator(".case-item").filter(has_text="TC-1")
+    expect(card.locator(".case-question")).to_have_text("Question: Is support open on Sunday, or only on weekdays?")
+    card.locator(".case-source-link").click()
+    dialog = page.locator("dialog.document-dialog")
+    expect(dialog.locator(".source-callout")).to_contain_text("This case, page 2")
+    expect(dialog.locator("iframe.pdf-frame")).to_have_attribute("src", re.compile(r"#page=2$"))
+    dialog.get_by_role("link", name="Page 2 text").click()
+    mark = dialog.locator("mark.source-mark")
+    expect(mark).to_contain_text("Is support open on Sunday, or only on")
+    expect(mark).to_be_in_viewport()
+    page.screenshot(path=str(SHOTS / f"preview-pdf-text-{name}.png"), full_page=False)
