@@ -57,6 +57,10 @@ class DatasetOut(Schema):
     notice: str
     source: str = Field(description="manual | upload | generated | import")
     source_name: str
+    agent_reads_source: bool = Field(
+        description="The uploaded file is attached to every case and sent to the agent (chosen at upload)"
+    )
+    eval_set_id: str = Field(description="The EvalSet id kept through JSON export and import")
     case_count: int
     acceptance_criteria: str
     rejection_criteria: str

@@ -238,7 +238,7 @@ def extraction_from_answer(
                 f"so the first {limit} were kept."
             )
         elif _has_rules_left(file_type, pages):
-            cases = _with_prose_cases(trace, cases, pages, limit, file_type, answer["text"])
+            cases, notice = _with_prose_cases(trace, cases, pages, limit, file_type, answer["text"])
         return Extraction(cases=cases, notice=notice, text=answer["text"], warnings=answer["warnings"])
     if not pages:
         raise ExtractionFailed(_nothing_found(file_type, answer, has_text=False))
@@ -271,18 +271,31 @@ def _with_prose_cases(
     limit: int,
     document_type: str,
     text: str,
-) -> list[dict[str, Any]]:
-    """The cases read without a model, then those the model finds in the prose around them."""
+) -> tuple[list[dict[str, Any]], str]:
+    """(cases, notice): the cases read without a model, then those the model finds in the
+    prose around them. A model failure keeps the first ones and says so."""
     from datasets.extraction.dedupe import NearDuplicates
 
-    found = extract_with_model(pages, max_cases=limit, trace={"dataset": trace})
+    try:
+        found = extract_with_model(pages, max_cases=limit, trace={"dataset": trace})
+    except ExtractionFailed as exc:
+        return cases, (
+            f"The {len(cases)} test cases in the document's tables and labelled blocks were kept, but the "
+            f"rules in its other text were not read: {exc.reason}"
+        )
     seen = NearDuplicates()
     for case in cases:
         seen.is_new(case["question"])
     extra = [case for case in found.cases if seen.is_new(case["question"])]
     if document_type == "md":
         _locate_lines(extra, text)
-    return (cases + extra)[:limit]
+    total = len(cases) + len(extra)
+    if total > limit:
+        return (cases + extra)[:limit], (
+            f"The document has {total} test cases (tables, labelled blocks and rules in its text); the limit is "
+            f"{limit} per document, so the first {limit} were kept."
+        )
+    return cases + extra, ""
 
 
 def _locate_lines(cases: list[dict[str, Any]], text: str) -> None:

@@ -171,3 +171,26 @@ def test_unknown_fields_in_an_item_body_are_a_422(alice, dataset):
     case = TestCaseFactory(dataset=dataset)
     patched = api.patch(_url(dataset, case.pk), {"answer": "x"}, content_type="application/json")
     assert patched.status_code == 422
+def test_an_item_gives_its_source_apart_from_its_attachments(alice, agent, dataset):
+    from datasets.models import Document
+
+    plan = Document.objects.create(team=agent.team, dataset=dataset, original_name="plan.xlsx", file_type="xlsx")
+    invoice = Document.objects.create(team=agent.team, dataset=dataset, original_name="inv.pdf", file_type="pdf")
+    case = TestCaseFactory(
+        dataset=dataset, source_document=plan, source_file="plan.xlsx", source_location="Plan row 3", source_span="Q?"
+    )
+    case.documents.add(invoice)
+    plain = TestCaseFactory(dataset=dataset)
+
+    body = _api(alice).get(_url(dataset, case.pk)).json()
+
+    assert [document["name"] for document in body["documents"]] == ["inv.pdf"]
+    assert body["source"] == {
+        "document": {"id": plan.pk, "name": "plan.xlsx", "file_type": "xlsx", "size": 0},
+        "file": "plan.xlsx",
+        "location": "Plan row 3",
+        "span": "Q?",
+    }
+    assert _api(alice).get(_url(dataset, plain.pk)).json()["source"] is None
+    listed = _api(alice).get(f"/api/agents/{agent.pk}/eval/datasets/{dataset.pk}").json()
+    assert listed["agent_reads_source"] is False and listed["eval_set_id"] == ""

@@ -198,3 +198,13 @@ def test_a_mixed_markdown_file_gives_table_labelled_and_prose_cases_each_with_it
 def test_without_a_model_the_mixed_file_still_gives_its_table_and_labelled_cases(agent, no_llm):
     dataset = extract(agent, "support.md", MIXED_MARKDOWN)
     assert [c[0] for c in _cases(dataset)] == ["T-1", "T-2", "L-1", "L-2"]
+
+
+def test_when_the_model_fails_on_the_prose_the_other_cases_are_kept_with_a_notice(agent, fake_llm):
+    fake_llm.add_rule(task="extract", status=401, error="Incorrect API key provided.")
+
+    dataset = extract(agent, "support.md", MIXED_MARKDOWN)
+
+    assert dataset.status == "ready", dataset.failure_reason
+    assert [c[0] for c in _cases(dataset)] == ["T-1", "T-2", "L-1", "L-2"]
+    assert dataset.notice.startswith("The 4 test cases in the document's tables and labelled blocks were kept")
