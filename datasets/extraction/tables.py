@@ -227,11 +227,24 @@ def _is_header(cells: dict[int, str]) -> bool:
     return not only_q or "expected_answer" in names
 
 
+def _header_index(table: Table) -> int | None:
+    """The header row: the first that names two or more fields, else the first that names a
+    question strongly, else the first that names one at all (a lone "Title" is a title)."""
+    candidates = [i for i, (_, cells) in enumerate(table.rows[:HEADER_SEARCH_ROWS]) if _is_header(cells)]
+    hits = {i: [hit for hit in map(header_field, table.rows[i][1].values()) if hit] for i in candidates}
+    for good in (
+        lambda i: len(hits[i]) >= 2,
+        lambda i: any(name == "question" and strength >= 2 for name, strength in hits[i]),
+    ):
+        found = next((i for i in candidates if good(i)), None)
+        if found is not None:
+            return found
+    return candidates[0] if candidates else None
+
+
 def plan_table(table: Table) -> Plan:
     """The suggested plan: the first header row, then the best column for each field."""
-    header_index = next(
-        (index for index, (_, cells) in enumerate(table.rows[:HEADER_SEARCH_ROWS]) if _is_header(cells)), None
-    )
+    header_index = _header_index(table)
     if header_index is None:
         return _unmapped_plan(table)
     headers = dict(table.rows[header_index][1])
