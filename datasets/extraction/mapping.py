@@ -234,3 +234,16 @@ def dataset_upload_cancel(*, dataset: Dataset) -> None:
     if dataset.status != Dataset.Status.REVIEW:
         raise ValidationError("Only an upload waiting for its mapping can be cancelled.")
     dataset_delete(dataset=dataset)
+
+
+def dataset_warnings_dismiss(*, dataset: Dataset) -> Dataset:
+    """The team has read the import warnings: the dataset is plain Ready again.
+
+    The cases keep their own warnings; the dataset's list is kept under mapping["dismissed_warnings"].
+    """
+    if not dataset.warnings:
+        return dataset
+    dataset.mapping = {**dataset.mapping, "dismissed_warnings": dataset.warnings}
+    dataset.warnings = []
+    dataset.save(update_fields=["warnings", "mapping", "updated_at"])
+    return dataset
