@@ -676,7 +676,7 @@ def _apply_import(
     dataset: Dataset,
     cases: list[dict[str, Any]],
     ignored_columns: list[str],
-    warnings: list[dict[str, str]] = (),  # type: ignore[assignment]
+    warnings: list[dict[str, str]] | None = None,
     file_name: str = "",
 ) -> ImportResult:
     """Upsert parsed cases: a case_id already in the dataset updates that case (only the
@@ -708,7 +708,7 @@ def _apply_import(
         dataset.warnings = [*dataset.warnings, *named][-500:]
         dataset.save(update_fields=["warnings", "updated_at"])
     return ImportResult(
-        created=len(to_create), updated=len(to_update), ignored_columns=ignored_columns, warnings=list(warnings)
+        created=len(to_create), updated=len(to_update), ignored_columns=ignored_columns, warnings=list(warnings or [])
     )
 
 

@@ -133,3 +133,19 @@ def test_import_warnings_can_be_marked_as_read(client_alice, client_charlie, age
     dataset.refresh_from_db()
     assert dataset.warnings == [] and dataset.status_label == "Ready"
     assert dataset.cases.get().import_warnings  # the case keeps its own
+
+
+def test_a_document_over_the_limit_without_tables_asks_only_about_the_limit(client_alice, agent):
+    text = "\n\n".join(
+        f"Question: How do I reset password variant {n}?\nExpected answer: Answer {n}." for n in range(501)
+    )
+    dataset = extract(agent, "cases.md", text.encode(), confirm=False)
+    assert dataset.status == Dataset.Status.REVIEW and dataset.mapping["tables"] == []
+
+    html = client_alice.get(mapping_url(dataset)).content.decode()
+    assert "The file has 501 test cases; at most 500 can be kept" in html
+
+    client_alice.post(mapping_url(dataset), {"keep_first": "on"})
+    dataset_extract(dataset_id=dataset.pk)
+    dataset.refresh_from_db()
+    assert dataset.status == Dataset.Status.READY and dataset.cases.count() == 500
