@@ -52,9 +52,15 @@ class DatasetOut(Schema):
     agent_id: int
     name: str
     description: str
-    status: str = Field(description="extracting | ready | failed")
+    status: str = Field(description="extracting | review (an upload waiting for its column mapping) | ready | failed")
     failure_reason: str
     notice: str
+    warnings: list[dict[str, str]] = Field(
+        description='What the import changed or doubts: [{"where": "plan.xlsx, Cases row 4", "message": ...}]'
+    )
+    mapping: dict[str, Any] = Field(
+        description="An upload's tables (header row, field per column, first rows), case count and chosen mapping"
+    )
     source: str = Field(description="manual | upload | generated | import")
     source_name: str
     agent_reads_source: bool = Field(
@@ -171,6 +177,8 @@ class ItemOut(Schema):
     source_location: str
     source_span: str
     extra: dict[str, Any]
+    metadata: dict[str, str] = Field(description="Source columns mapped to no field, by header")
+    import_warnings: list[str]
     created_at: datetime
     updated_at: datetime
 
@@ -193,6 +201,18 @@ class ItemOut(Schema):
             "location": case.source_location,
             "span": case.source_span,
         }
+
+
+
+class MappingIn(StrictSchema):
+    mapping: dict[str, Any] | None = Field(
+        None,
+        description='How columns become fields, e.g. {"Test plan": {"Question": "question", "Scenario": "ignore"}, '
+        '"Glossary": "skip"}: keys are sheet or table names (or "*"), columns are headers, letters or numbers, '
+        "fields are question, expected_answer, document_context, tags, case_id, judge_guideline, metadata or "
+        "ignore. Omitted: the suggested mapping.",
+    )
+    keep_first: bool = Field(False, description="Over the case limit, keep the first cases (else it is refused)")
 
 
 class ItemIn(StrictSchema):
@@ -325,6 +345,25 @@ def dataset_delete(request: HttpRequest, agent_id: int, dataset_id: int) -> Stat
     """Runs that used the dataset keep their own copy of its cases and their results."""
     services.dataset_delete(dataset=_dataset(request, agent_id, dataset_id))
     return Status(204, None)
+
+
+@router.post(
+    DATASET + "/mapping",
+    response={202: DatasetOut, 404: NotFoundOut, 422: ValidationErrorOut},
+    summary="Confirm an upload's column mapping; the test cases are then created in the background",
+)
+def dataset_mapping(request: HttpRequest, agent_id: int, dataset_id: int, payload: MappingIn) -> Status[Dataset]:
+    from datasets.extraction.mapping import dataset_mapping_confirm, mapping_from_json
+
+    dataset = _dataset(request, agent_id, dataset_id)
+    try:
+        chosen = None
+        if payload.mapping is not None and dataset.status == Dataset.Status.REVIEW:
+            chosen = mapping_from_json(tables=dataset.mapping.get("tables", []), raw=payload.mapping)
+        dataset_mapping_confirm(dataset=dataset, chosen=chosen, keep_first=payload.keep_first)
+    except DjangoValidationError as exc:
+        raise _invalid(exc) from None
+    return Status(202, dataset)
 
 
 # ---- items (test cases) ------------------------------------------------------------

@@ -263,6 +263,11 @@ def parse_csv(data: bytes) -> ParsedFile:
         problems.append(f"Row {row_number + 1}: the file is not valid CSV ({exc}).")
     if problems:
         raise _fail(problems)
+    if text.count('"') % 2 and cases:
+        # An odd number of quotes: the last quoted cell never closed and swallowed the rest of the file.
+        message = "A quote is never closed: the last row's quoted cell ran to the end of the file."
+        cases[-1]["import_warnings"] = [*cases[-1].get("import_warnings", []), message]
+        warnings.append({"where": f"row {row_number}", "message": message})
     _check_case_count(len(cases))
     return ParsedFile(cases=cases, ignored_columns=ignored, warnings=warnings)
 

@@ -16,9 +16,10 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefresh
 
 from agents.models import Agent
+from datasets.extraction import mapping
 from datasets.extraction.mapping import dataset_mapping_confirm, dataset_upload_cancel
 from datasets.models import Dataset
 from datasets.upload_forms import MappingForm
@@ -75,3 +76,14 @@ def dataset_mapping_cancel(request: AuthedRequest, agent_id: int, dataset_id: in
         return redirect("datasets:detail", agent.pk, dataset.pk)
     messages.success(request, f"Cancelled the upload of “{dataset.source_name}”. Nothing was created.")
     return redirect("datasets:list", agent.pk)
+
+
+@login_required
+@require_POST
+def dataset_warnings_dismiss(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
+    agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)
+    mapping.dataset_warnings_dismiss(dataset=dataset)
+    if request.htmx:
+        return HttpResponseClientRefresh()  # the badge in the page head changes too
+    messages.success(request, "Import warnings marked as read. Each case keeps its own.")
+    return redirect("datasets:detail", agent.pk, dataset.pk)

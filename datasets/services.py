@@ -68,6 +68,8 @@ _TEXT_FIELDS = (
 )
 _SHORT_FIELDS = {"case_id": 100, "tests_rule": 300, "source_file": 255, "source_location": 100}
 
+NO_EXPECTED_ANSWER = "No expected answer"  # the start of the import warning (extraction/tables.py)
+
 SCORING_FIELDS = (
     "acceptance_criteria",
     "rejection_criteria",
@@ -621,6 +623,9 @@ def case_bulk_create(*, dataset: Dataset, cases: list[dict[str, Any]]) -> list[T
 def case_update(*, case: TestCase, **fields: Any) -> TestCase:
     """Change the given fields of a case (others stay as they are)."""
     cleaned = case_fields_clean(fields, partial=True)
+    if cleaned.get("expected_answer") and case.import_warnings and "import_warnings" not in cleaned:
+        # The person filled in what the import found missing: that warning no longer applies.
+        cleaned["import_warnings"] = [w for w in case.import_warnings if not w.startswith(NO_EXPECTED_ANSWER)]
     if "case_id" in cleaned:
         _check_case_id_free(dataset=case.dataset, case_id=cleaned["case_id"], exclude_pk=case.pk)
     for key, value in cleaned.items():
@@ -715,7 +720,7 @@ def _apply_import(
     dataset: Dataset,
     cases: list[dict[str, Any]],
     ignored_columns: list[str],
-    warnings: list[dict[str, str]] = (),  # type: ignore[assignment]
+    warnings: list[dict[str, str]] | None = None,
     skipped: list[str] | None = None,
     file_name: str = "",
 ) -> ImportResult:
@@ -742,7 +747,7 @@ def _apply_import(
     case_bulk_create(dataset=dataset, cases=to_create)
     skipped = skipped or []
     # What was skipped stays on the dataset page too, beside the other import warnings.
-    kept_warnings = [*warnings, *({"where": "", "message": item} for item in skipped)]
+    kept_warnings = [*(warnings or []), *({"where": "", "message": item} for item in skipped)]
     if kept_warnings:
         named = [
             {
@@ -758,7 +763,7 @@ def _apply_import(
         updated=len(to_update),
         ignored_columns=ignored_columns,
         skipped=skipped,
-        warnings=list(warnings),
+        warnings=list(warnings or []),
     )
 
 

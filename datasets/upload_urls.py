@@ -22,6 +22,7 @@ urlpatterns: list[URLPattern] = [
     path("<int:dataset_id>/status/", upload_views.dataset_status, name="status"),
     path("<int:dataset_id>/mapping/", mapping_views.dataset_mapping, name="mapping"),
     path("<int:dataset_id>/mapping/cancel/", mapping_views.dataset_mapping_cancel, name="mapping_cancel"),
+    path("<int:dataset_id>/warnings/dismiss/", mapping_views.dataset_warnings_dismiss, name="warnings_dismiss"),
     path("<int:dataset_id>/documents/<int:document_id>/", upload_views.document_preview, name="document_preview"),
     path(
         "<int:dataset_id>/documents/<int:document_id>/download/",

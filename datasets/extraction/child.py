@@ -36,7 +36,7 @@ def extract(request: dict[str, Any]) -> dict[str, Any]:
     from datasets.extraction import readers
     from datasets.extraction.dedupe import drop_exact
     from datasets.extraction.prose import labelled_cases
-    from datasets.extraction.tables import describe, plan_from_choice, plan_table, table_cases
+    from datasets.extraction.tables import describe, plan_from_choice, plan_table, split_tables, table_cases
 
     file_type = request["file_type"]
     chosen = (request.get("mapping") or {}).get("tables") or {}
@@ -44,7 +44,8 @@ def extract(request: dict[str, Any]) -> dict[str, Any]:
     cases: list[dict[str, Any]] = []
     described: list[dict[str, Any]] = []
     header_found = False
-    for number, table in enumerate(parsed.tables):
+    tables = [part for table in parsed.tables for part in split_tables(table)]
+    for number, table in enumerate(tables):
         key = str(number)
         plan = plan_table(table)
         header_found = header_found or not plan.skipped

@@ -117,9 +117,8 @@ def mapping_from_json(*, tables: list[dict[str, Any]], raw: Any) -> dict[str, An
     per_table = {"*": raw} if flat else raw
     problems: list[str] = []
     choice: dict[str, Any] = {"tables": {}}
-    names = {_table_key(table): table for table in tables}
     for label, columns in per_table.items():
-        targets = tables if label == "*" else [names[key] for key in [_label_key(label)] if key in names]
+        targets = tables if label == "*" else [t for t in tables if _table_key(t) == _label_key(label)]
         if not targets:
             known = ", ".join(f"“{_table_name(t)}”" for t in tables) or "none"
             problems.append(f"No sheet or table is named “{label}” (found: {known}).")
@@ -183,7 +182,8 @@ def _label_key(label: str) -> str:
 
 
 def _table_name(table: dict[str, Any]) -> str:
-    return f"“{table['label']}”" if table["label"] else "The table"
+    part = f" (table {table['part']})" if table.get("part") else ""
+    return f"“{table['label']}”{part}" if table["label"] else f"The table{part}"
 
 
 def _header(table: dict[str, Any], key: str) -> str:
@@ -234,3 +234,16 @@ def dataset_upload_cancel(*, dataset: Dataset) -> None:
     if dataset.status != Dataset.Status.REVIEW:
         raise ValidationError("Only an upload waiting for its mapping can be cancelled.")
     dataset_delete(dataset=dataset)
+
+
+def dataset_warnings_dismiss(*, dataset: Dataset) -> Dataset:
+    """The team has read the import warnings: the dataset is plain Ready again.
+
+    The cases keep their own warnings; the dataset's list is kept under mapping["dismissed_warnings"].
+    """
+    if not dataset.warnings:
+        return dataset
+    dataset.mapping = {**dataset.mapping, "dismissed_warnings": dataset.warnings}
+    dataset.warnings = []
+    dataset.save(update_fields=["warnings", "mapping", "updated_at"])
+    return dataset

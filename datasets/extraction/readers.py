@@ -224,6 +224,12 @@ def read_csv(path: str) -> Parsed:
         raise ExtractionFailed(
             f"The CSV file is malformed near line {reader.line_num}: fix it and upload again."
         ) from exc
+    if text.count('"') % 2 and table.rows and not any("closing quote" in w["message"] for w in warnings):
+        # An odd number of quotes: the last quoted cell never closed and ran to the end of the file.
+        last = table.rows[-1][0]
+        message = "A quote is never closed: the last row's quoted cell ran to the end of the file."
+        table.notes.setdefault(last, []).append(message)
+        warnings.append({"where": f"row {last}", "message": message})
     return Parsed(tables=[table], text=text[:MAX_TEXT_CHARS], warnings=warnings)
 
 

@@ -167,6 +167,7 @@ class Table:
     formulas_without_value: set[tuple[int, int]] = field(default_factory=set)
     widths: dict[int, int] = field(default_factory=dict)
     notes: dict[int, list[str]] = field(default_factory=dict)  # row number -> reader warnings for that row
+    part: int = 0  # the 2nd, 3rd... table found under another in the same sheet (split_tables)
 
     def location(self, row_number: int) -> str:
         return f"{self.label} {self.unit} {row_number}".strip()
@@ -227,11 +228,51 @@ def _is_header(cells: dict[int, str]) -> bool:
     return not only_q or "expected_answer" in names
 
 
+def _header_index(table: Table) -> int | None:
+    """The header row: the first that names two or more fields, else the first that names a
+    question strongly, else the first that names one at all (a lone "Title" is a title)."""
+    candidates = [i for i, (_, cells) in enumerate(table.rows[:HEADER_SEARCH_ROWS]) if _is_header(cells)]
+    hits = {i: [hit for hit in map(header_field, table.rows[i][1].values()) if hit] for i in candidates}
+    for good in (
+        lambda i: len(hits[i]) >= 2,
+        lambda i: any(name == "question" and strength >= 2 for name, strength in hits[i]),
+    ):
+        found = next((i for i in candidates if good(i)), None)
+        if found is not None:
+            return found
+    return candidates[0] if candidates else None
+
+
+def split_tables(table: Table) -> list[Table]:
+    """A sheet holding several tables one under the other: each new header row starts one."""
+    first = _header_index(table)
+    if first is None:
+        return [table]
+    starts = [first]
+    for index in range(first + 1, len(table.rows)):
+        cells = table.rows[index][1]
+        exact = [normalise_header(text) in _LOOKUP for text in cells.values()]
+        if _is_header(cells) and all(exact) and (len(exact) >= 2 or _header_strength(cells) >= 2):
+            starts.append(index)
+    if len(starts) == 1:
+        return [table]
+    parts = []
+    for number, (start, end) in enumerate(zip(starts, [*starts[1:], len(table.rows)], strict=True), start=1):
+        rows = table.rows[start:end] if number > 1 else table.rows[:end]
+        part = Table(label=table.label, rows=rows, unit=table.unit, part=number)
+        part.spread, part.formulas_without_value = table.spread, table.formulas_without_value
+        part.widths, part.notes = table.widths, table.notes
+        parts.append(part)
+    return parts
+
+
+def _header_strength(cells: dict[int, str]) -> int:
+    return max((hit[1] for hit in map(header_field, cells.values()) if hit and hit[0] == "question"), default=0)
+
+
 def plan_table(table: Table) -> Plan:
     """The suggested plan: the first header row, then the best column for each field."""
-    header_index = next(
-        (index for index, (_, cells) in enumerate(table.rows[:HEADER_SEARCH_ROWS]) if _is_header(cells)), None
-    )
+    header_index = _header_index(table)
     if header_index is None:
         return _unmapped_plan(table)
     headers = dict(table.rows[header_index][1])
@@ -392,6 +433,7 @@ def describe(table: Table, plan: Plan, key: str, case_count: int) -> dict[str, A
     return {
         "key": key,
         "label": table.label,
+        "part": table.part,
         "unit": table.unit,
         "header_row": table.rows[plan.header_index][0] if plan.header_index is not None else None,
         "columns": [

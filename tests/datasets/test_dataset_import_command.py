@@ -103,7 +103,7 @@ def test_a_file_without_cases_exits_1_with_the_reason(tmp_path, agent):
 
 
 def test_a_refused_file_exits_1(tmp_path, agent):
-    path = _file(tmp_path, "evil.pdf", b"MZ\x90\x00" + b"\x00" * 200)
+    path = _file(tmp_path, "renamed.pdf", b"MZ\x90\x00" + b"\x00" * 200)
 
     code, _ = _run(path, "--agent", str(agent.pk))
 

@@ -184,3 +184,12 @@ def test_cancelling_the_mapping_step_deletes_the_upload(agent, media_root):  # n
     dataset_upload_cancel(dataset=dataset)
 
     assert not Dataset.objects.filter(pk=dataset.pk).exists()
+
+
+def test_a_lone_title_cell_above_the_header_is_not_taken_for_the_header(agent):
+    data = files.xlsx_bytes({"Plan": [["Title"], [], ["Question", "Expected answer"], ["One?", "1"], ["Two?", "2"]]})
+
+    dataset = extract(agent, "plan.xlsx", data, confirm=False)
+
+    (table,) = dataset.mapping["tables"]
+    assert table["header_row"] == 3 and table["cases"] == 2

@@ -5,7 +5,7 @@ import io
 import pytest
 
 from datasets.extraction.errors import FileRejected
-from datasets.extraction.tables import Table, header_field, table_cases
+from datasets.extraction.tables import Table, header_field, plan_table, split_tables, table_cases
 from datasets.extraction.validation import sanitize_filename, validate_file
 from tests.datasets import files
 
@@ -91,7 +91,7 @@ def test_long_names_keep_their_extension():
     ],
 )
 def test_header_synonyms(header, field):
-    assert header_field(header) == field
+    assert (header_field(header) or (None,))[0] == field
 
 
 def test_a_sheet_can_hold_two_tables_one_under_the_other():
@@ -105,7 +105,7 @@ def test_a_sheet_can_hold_two_tables_one_under_the_other():
         ],
     )
 
-    cases = table_cases(table).cases
+    cases = [case for part in split_tables(table) for case in table_cases(part, plan_table(part))]
 
     assert [(c["question"], c["expected_answer"], c["location"]) for c in cases] == [
         ("A?", "a", "S row 2"),

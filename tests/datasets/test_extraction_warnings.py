@@ -171,3 +171,24 @@ def test_rows_pasted_twice_are_dropped_with_a_warning(agent):
 
     assert dataset.cases.count() == 2
     assert any(w.startswith("twice.csv, row 3: 1 row(s) repeat an earlier case exactly") for w in _warnings(dataset))
+
+
+def test_a_quote_never_closed_to_the_end_of_the_file_is_named(agent):
+    data = b'question,expected\nFirst?,Yes\n"Never closed?,Yes\n'
+
+    dataset = extract(agent, "open.csv", data)
+
+    assert any("quote is never closed" in w for w in _case(dataset, "Never").import_warnings)
+    assert any(w.startswith("open.csv, row 3: A quote is never closed") for w in _warnings(dataset))
+
+
+def test_filling_in_the_expected_answer_clears_that_warning_on_the_case(agent):
+    from datasets.services import case_update
+
+    dataset = extract(agent, "gaps.csv", files.csv_bytes([["question", "expected"], ["One?", ""]]))
+    case = dataset.cases.get()
+
+    case_update(case=case, expected_answer="1")
+
+    case.refresh_from_db()
+    assert case.import_warnings == []

@@ -34,7 +34,15 @@ def test_uploads_are_extracted_by_a_worker_and_the_page_stops_polling(celery_wor
     ready_id, failed_id = Dataset.objects.order_by("pk").values_list("pk", flat=True)
 
     polling = client_alice.get(reverse("datasets:status", args=[agent.pk, ready_id]), HTTP_HX_REQUEST="true")
-    ready, failed = wait_until_settled(ready_id), wait_until_settled(failed_id)
+    review, failed = wait_until_settled(ready_id), wait_until_settled(failed_id)
+    assert (review.status, review.cases.count()) == ("review", 0), worker.read_log()[-3000:]
+    # The user confirms the suggested mapping; the worker then creates the cases.
+    confirm = client_alice.post(
+        reverse("datasets:mapping", args=[agent.pk, ready_id]),
+        {"t0_include": "on", "t0_c1": "question", "t0_c2": "expected_answer"},
+    )
+    assert confirm.status_code == 302
+    ready = wait_until_settled(ready_id)
 
     assert (ready.status, ready.cases.count(), ready.job_attempts) == ("ready", 3, 1), worker.read_log()[-3000:]
     assert [c.source_location for c in ready.cases.order_by("position")] == ["Plan row 4", "Plan row 5", "Plan row 6"]

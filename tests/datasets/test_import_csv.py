@@ -172,3 +172,27 @@ def test_unknown_columns_are_ignored_and_reported(dataset):
     assert result.ignored_columns == ["priority"]
     assert "Kept as case metadata: priority." in result.message
     assert dataset.cases.get().metadata == {"priority": "high"}
+
+
+@pytest.mark.django_db
+def test_the_peer_bench_columns_id_and_expected_are_mapped(dataset):
+    dataset_import_csv(dataset=dataset, file=_csv("id,question,expected\nq-1,What is 2+2?,4\n"))
+
+    assert _cases(dataset) == [("q-1", "What is 2+2?", "4")]
+
+
+@pytest.mark.django_db
+def test_nul_bytes_short_rows_and_open_quotes_are_imported_with_warnings(dataset):
+    data = b'question,expected,notes\nWhere is my or\x00der?,In Orders,x\nShort row?\n"Never closed?,Yes\n'
+
+    result = dataset_import_csv(dataset=dataset, file=SimpleUploadedFile("odd.csv", data))
+
+    first, short, last = dataset.cases.order_by("position")
+    assert first.question == "Where is my order?"
+    assert short.import_warnings[0].startswith("The row has 1 fields but the header has 3")
+    assert "quote is never closed" in last.import_warnings[-1]
+    dataset.refresh_from_db()
+    places = [f"{w['where']}: {w['message']}" for w in dataset.warnings]
+    assert places[0].startswith("odd.csv, line 2: The file held 1 NUL bytes")
+    assert any(p.startswith("odd.csv, row 3: The row has 1 fields") for p in places)
+    assert "warnings: see the dataset page" in result.message

@@ -118,3 +118,34 @@ def test_a_settled_dataset_redirects_from_the_mapping_page(client_alice, agent):
     response = client_alice.get(mapping_url(dataset))
 
     assert response.status_code == 302
+
+
+def test_import_warnings_can_be_marked_as_read(client_alice, client_charlie, agent):
+    dataset = extract(agent, "gaps.csv", files.csv_bytes([["question", "expected"], ["One?", ""]]))
+    url = reverse("datasets:warnings_dismiss", args=[agent.pk, dataset.pk])
+    assert dataset.status_label == "Ready with warnings"
+    assert client_charlie.post(url).status_code == 404
+    assert client_alice.get(url).status_code == 405
+
+    response = client_alice.post(url, HTTP_HX_REQUEST="true")
+
+    assert response.status_code == 200 and response["HX-Refresh"] == "true"
+    dataset.refresh_from_db()
+    assert dataset.warnings == [] and dataset.status_label == "Ready"
+    assert dataset.cases.get().import_warnings  # the case keeps its own
+
+
+def test_a_document_over_the_limit_without_tables_asks_only_about_the_limit(client_alice, agent):
+    text = "\n\n".join(
+        f"Question: How do I reset password variant {n}?\nExpected answer: Answer {n}." for n in range(501)
+    )
+    dataset = extract(agent, "cases.md", text.encode(), confirm=False)
+    assert dataset.status == Dataset.Status.REVIEW and dataset.mapping["tables"] == []
+
+    html = client_alice.get(mapping_url(dataset)).content.decode()
+    assert "The file has 501 test cases; at most 500 can be kept" in html
+
+    client_alice.post(mapping_url(dataset), {"keep_first": "on"})
+    dataset_extract(dataset_id=dataset.pk)
+    dataset.refresh_from_db()
+    assert dataset.status == Dataset.Status.READY and dataset.cases.count() == 500

@@ -345,7 +345,8 @@ CORPUS: list[Hostile] = [
         READY,
         cases=2,
     ),
-    Hostile("csv-nul-bytes", "nul.csv", lambda: b"Question,Expected answer\nHi\x00?,Yes\n", REFUSED, "binary data"),
+    # A text file with a stray NUL: stripped with a warning (issue 13 sec. 4), never called binary.
+    Hostile("csv-nul-bytes", "nul.csv", lambda: b"Question,Expected answer\nHi\x00?,Yes\n", READY, cases=1),
     Hostile(
         "csv-ragged-rows",
         "ragged.csv",

@@ -41,7 +41,7 @@ CSV_FILES = [
     ("cp1252", _UPLOADS["csv-cp1252"].data, REFUSED, "The file is not UTF-8 text"),
     ("utf16", _UPLOADS["csv-utf16"].data, REFUSED, "The file is not UTF-8 text"),
     ("invalid-utf8", _UPLOADS["csv-invalid-utf8"].data, REFUSED, "The file is not UTF-8 text"),
-    ("nul-bytes", b"question,expected_answer\nHi\x00?,Yes\n", REFUSED, "NUL bytes"),
+    ("nul-bytes", b"question,expected_answer\nHi\x00?,Yes\n", IMPORTED, 1),  # stripped, with a warning
     ("ragged-rows", _UPLOADS["csv-ragged-rows"].data, REFUSED, "it has 4 cells but the header has 2 columns"),
     ("bom-only", b"\xef\xbb\xbf", REFUSED, "The file is empty"),
     ("unterminated-quote", b'question,expected_answer\n"Never closed?,Yes\n', IMPORTED, 1),

@@ -23,6 +23,7 @@ import pytest
 from django.urls import reverse
 from django.utils.html import escape
 
+from datasets.extraction.mapping import dataset_mapping_confirm
 from datasets.models import Dataset, Document, TestCase
 from datasets.tasks import dataset_extract as dataset_extract_task
 from tests.datasets.files import upload
@@ -67,9 +68,14 @@ def _settle(dataset: Dataset) -> float:
     """Run the extraction job as a worker would (the task itself, applied here); its duration."""
     started = time.monotonic()
     result = dataset_extract_task.apply(kwargs={"dataset_id": dataset.pk})
-    elapsed = time.monotonic() - started
     assert result.successful(), f"the extraction task raised: {result.traceback}"
-    return elapsed
+    dataset.refresh_from_db()
+    if dataset.status == Dataset.Status.REVIEW:
+        # The mapping step, confirmed as suggested (keeping the first 500), then the job again.
+        dataset_mapping_confirm(dataset=dataset, chosen=None, keep_first=True)
+        result = dataset_extract_task.apply(kwargs={"dataset_id": dataset.pk})
+        assert result.successful(), f"the extraction task raised: {result.traceback}"
+    return time.monotonic() - started
 
 
 def test_the_corpus_covers_the_issue_list():
@@ -155,7 +161,8 @@ def _assert_cases(dataset: Dataset, item: Hostile) -> None:
     texts = "\n".join(f"{c.question}\n{c.expected_answer}\n{c.document_context}" for c in cases)
     for expected in item.contains:
         assert expected in texts, f"{expected!r} did not arrive verbatim"
-    assert all(len(c.question) <= 50_000 and len(c.expected_answer) <= 50_000 for c in cases)
+    # A 100 KB cell is kept whole (issue 13 sec. 4); nothing is ever over the database's limit.
+    assert all(len(c.question) <= 200_000 and len(c.expected_answer) <= 200_000 for c in cases)
 
 
 def _assert_download_is_the_original(pages: dict, item: Hostile) -> None:
