@@ -65,3 +65,20 @@ class ApiToken(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class BannerDismissal(models.Model):
+    """A site-wide notice a user chose to hide: remembered for the user, on every device."""
+
+    class Banner(models.TextChoices):
+        NO_MODEL = "no_model", "No model is configured"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="banner_dismissals")
+    banner = models.CharField(max_length=40, choices=Banner.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "banner"], name="unique_banner_dismissal")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} hid {self.banner}"

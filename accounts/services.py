@@ -5,7 +5,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.models import ApiToken, Membership, Team
+from accounts.models import ApiToken, BannerDismissal, Membership, Team
 
 
 @transaction.atomic
@@ -84,3 +84,11 @@ def api_token_revoke(*, token: ApiToken) -> ApiToken:
     ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
     token.refresh_from_db(fields=["revoked_at"])
     return token
+
+
+def banner_dismiss(*, user: User, banner: str) -> BannerDismissal:
+    """Hide a site-wide notice for this user (idempotent: a second click changes nothing)."""
+    if banner not in BannerDismissal.Banner.values:
+        raise ValidationError("There is no such notice to hide.")
+    dismissal, _ = BannerDismissal.objects.get_or_create(user=user, banner=banner)
+    return dismissal

@@ -15,4 +15,5 @@ urlpatterns = [
     path("team/members/<int:membership_id>/remove/", views.member_remove, name="member_remove"),
     path("tokens/", views.token_create, name="token_create"),
     path("tokens/<int:token_id>/revoke/", views.token_revoke, name="token_revoke"),
+    path("banners/dismiss/", views.banner_dismiss, name="banner_dismiss"),
 ]

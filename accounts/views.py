@@ -297,3 +297,19 @@ def token_revoke(request: AuthedRequest, token_id: int) -> HttpResponse:
     token = selectors.api_token_get_for_user(user=request.user, token_id=token_id)
     services.api_token_revoke(token=token)
     return _done(request, "tokens_section", f"Token “{token.name}” revoked. It no longer works.")
+
+
+# ---- site-wide notices ------------------------------------------------------------
+
+
+@login_required
+@require_POST
+def banner_dismiss(request: AuthedRequest) -> HttpResponse:
+    """Hide a notice (e.g. "No model is configured") for this user; htmx removes it in place."""
+    try:
+        services.banner_dismiss(user=request.user, banner=request.POST.get("banner", ""))
+    except ValidationError as error:
+        return HttpResponse(" ".join(error.messages), status=400, content_type="text/plain")
+    if request.htmx:
+        return HttpResponse("")
+    return redirect(_next_url(request))

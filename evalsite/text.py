@@ -46,3 +46,18 @@ def point_covered(point: str, answer: str, *, threshold: float = 0.6) -> bool:
 
 def _has_number(text: str) -> bool:
     return any(ch.isdigit() for ch in text)
+
+
+# How an expected answer says "the agent should not know / should decline" (lower case).
+_REFUSAL = re.compile(
+    r"\b(?:does not|doesn't|do not|don't|cannot|can't|can not|is not able to|isn't able to|unable to)\s+"
+    # Not "include", "cover", "provide": "Refunds do not include shipping" is a fact to learn.
+    r"(?:say|state|mention|specify|know|answer)\b"
+    r"|\bno information\b|\bnot (?:mentioned|covered|stated|specified) in\b|\b(?:i'm|i am) sorry\b"
+    r"|\bshould (?:decline|refuse)\b"
+)
+
+
+def is_refusal(expected: str) -> bool:
+    """The expected answer is a refusal ("The knowledge does not say...", "I don't know")."""
+    return bool(_REFUSAL.search(expected.lower().replace("’", "'")))

@@ -185,7 +185,7 @@ def run_compare(*, a: Run, b: Run) -> Comparison:
     totals_b = _totals(b, [row.b for row in shared if row.b])
     stopped = [_stopped_line(run, outcomes, len(shared)) for run, outcomes in ((a, outcomes_a), (b, outcomes_b))]
     deltas = _deltas(totals_a, totals_b)
-    if any(stopped):
+    if any(stopped) or len(shared) < max(len(outcomes_a), len(outcomes_b)):
         for delta in deltas:  # wall-clock time cannot be split by case: say what it covers
             if delta.label == "Duration":
                 delta.label = "Duration (whole run)"

@@ -2,7 +2,6 @@
 
 import logging
 import random
-import re
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -14,7 +13,7 @@ from django.utils import timezone
 
 from agents.models import Agent, AgentVersion
 from evalsite import llm
-from evalsite.text import content_tokens, key_points, point_covered
+from evalsite.text import content_tokens, is_refusal, key_points, point_covered
 from runs.models import Result, Run, RunCase
 from suggestions.models import Suggestion, SuggestionGeneration
 
@@ -287,21 +286,6 @@ def _proposals_offline(run: Run, results: list[Result], notes: list[str]) -> lis
             }
         )
     return proposals
-
-
-# How an expected answer says "the agent should not know / should decline" (lower case).
-_REFUSAL = re.compile(
-    r"\b(?:does not|doesn't|do not|don't|cannot|can't|can not|is not able to|isn't able to|unable to)\s+"
-    # Not "include", "cover", "provide": "Refunds do not include shipping" is a fact to learn.
-    r"(?:say|state|mention|specify|know|answer)\b"
-    r"|\bno information\b|\bnot (?:mentioned|covered|stated|specified) in\b|\b(?:i'm|i am) sorry\b"
-    r"|\bshould (?:decline|refuse)\b"
-)
-
-
-def is_refusal(expected: str) -> bool:
-    """The expected answer is a refusal ("The knowledge does not say...", "I don't know")."""
-    return bool(_REFUSAL.search(expected.lower().replace("’", "'")))
 
 
 def _merge_similar(proposals: list[dict]) -> list[dict]:

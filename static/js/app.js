@@ -41,6 +41,12 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("#toasts .toast").forEach(dismissLater);
+    // Tabs scroll sideways on a phone: keep the current one in view.
+    document.querySelectorAll(".tabs [aria-current]").forEach(function (tab) {
+      var strip = tab.parentElement;
+      var overflow = tab.offsetLeft - strip.offsetLeft + tab.offsetWidth - strip.clientWidth;
+      if (overflow > 0) strip.scrollLeft = overflow + 12;
+    });
     // A dialog rendered open by the server (e.g. re-shown with form errors).
     document.querySelectorAll("dialog[data-autoopen]").forEach(function (dialog) {
       if (dialog.showModal && !dialog.open) dialog.showModal();

@@ -150,6 +150,8 @@ def test_a_rerun_of_part_of_a_run_is_comparable_on_the_shared_cases(agent, datas
     assert comparison.compared == 2
     assert [row.question for row in comparison.fixes] == ["Question 1"]
     assert "Totals below cover the 2 shared cases" in comparison.notes[0]
+    # Wall-clock time is the whole run's, which covers other cases: the label says so.
+    assert "Duration (whole run)" in [delta.label for delta in comparison.deltas]
     assert comparison.totals_a.scored == 2 and comparison.totals_a.passed == 0
 
 

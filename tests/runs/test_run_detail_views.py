@@ -125,7 +125,7 @@ def test_a_card_shows_everything_about_its_case(client_alice, agent, dataset):
     card = body[body.index('<li id="case-0"') :]
 
     assert '<span class="badge badge-pass">Pass</span>' in card
-    assert "Score: <strong>9</strong>/10" in card
+    assert "Score: </span><strong>9</strong>/10" in card
     assert "400 ms" in card
     assert "Which plan has SSO?" in card
     assert '<div class="textblock result-expected">Enterprise has single sign-on.</div>' in card
@@ -156,7 +156,7 @@ def test_repeats_show_as_attempts_with_their_consistency(client_alice, agent, da
     assert "3 repeats" in card
     assert "score spread 4" in card
     assert 'class="badge badge-flaky"' in card and ">Flaky<" in card
-    assert "Score: <strong>7.3</strong>/10" in card  # mean of the attempts
+    assert "Score: </span><strong>7.3</strong>/10" in card  # mean of the attempts
     assert '<span class="badge badge-fail">Fail</span>' in card  # one attempt failed: the case did not pass
 
 
@@ -249,7 +249,7 @@ def test_cards_are_one_line_until_opened_and_expand_all_is_in_the_url(client_ali
     summary = card[card.index("<summary") : card.index("</summary>")]
     # The line: number, badge, score and the question; the rest is inside the <details>.
     assert '<details class="result-details">' in card
-    assert "Case 1" in summary and "badge-pass" in summary and "Score: <strong>9.5</strong>/10" in summary
+    assert "Case 1" in summary and "badge-pass" in summary and "Score: </span><strong>9.5</strong>/10" in summary
     assert '<span class="result-line" id="case-0-line">Q passed</span>' in summary
     assert "Expected answer" not in summary
     expand = f"{_url(mixed_run)}?expand=1#results"
@@ -285,7 +285,7 @@ def test_a_card_failed_by_its_trajectory_says_so_next_to_the_badge(client_alice,
     start = body.index('<summary class="result-head"')
     summary = body[start : body.index("</summary>", start)]
     assert '<span class="badge badge-fail">Fail</span><span class="badge badge-check"' in summary
-    assert "✗ Trajectory (strict) check failed" in summary
+    assert '✗ <span class="hide-sm">Trajectory (strict) check failed</span>' in summary
     assert "Failed on the Trajectory (strict) check</strong>, although the answer scored 10/10: " + detail in body
 
 

@@ -184,6 +184,6 @@ def test_offline_suggestions_skip_cases_whose_expected_answer_is_a_refusal(make_
     ],
 )
 def test_refusals_are_told_from_facts(expected, refusal):
-    from suggestions.services import is_refusal
+    from evalsite.text import is_refusal
 
     assert is_refusal(expected) is refusal
