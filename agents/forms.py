@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 from django.forms import BaseFormSet, formset_factory
 
 from agents.models import Agent
-from agents.services import HEADER_NAME_RE, HTTP_TIMEOUT_MAX, KIND_FIELDS, TOOL_NAME_RE
+from agents.services import HEADER_NAME_RE, HTTP_TIMEOUT_MAX, KIND_FIELDS, TOOL_NAME_RE, kind_form_fields
 from evalsite.forms import optional_textarea
 
 
@@ -93,7 +93,7 @@ class AgentForm(forms.Form):
         # Sections of other kinds are hidden in the page and never saved: their errors
         # (e.g. a half-typed URL before switching kind) must not block the save.
         for name in ("instructions", "skills", "knowledge", "guardrails", "model", "temperature", "http_url"):
-            if name not in KIND_FIELDS[kind]:
+            if name not in kind_form_fields(kind):
                 self.errors.pop(name, None)
         if "http_url" not in KIND_FIELDS[kind]:
             self.errors.pop("http_timeout", None)
@@ -301,7 +301,7 @@ class AgentEditor:
             values["tools"] = self.tool_forms.tools()
         if "http_headers" in KIND_FIELDS[self.kind]:
             values["http_headers"] = self.header_forms.cleaned_headers
-        return {key: values[key] for key in KIND_FIELDS[self.kind]}
+        return {key: values[key] for key in kind_form_fields(self.kind)}
 
     def has_errors(self) -> bool:
         if not self.form.is_bound:

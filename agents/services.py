@@ -35,7 +35,17 @@ KIND_FIELDS: dict[str, tuple[str, ...]] = {
     Agent.Kind.HTTP: ("http_url", "http_headers", "http_timeout"),
     Agent.Kind.KNOWLEDGE: ("instructions", "knowledge"),
 }
+# Fields a kind keeps only to describe the agent to "Generate with AI": an HTTP agent's endpoint
+# never receives them, so they are not in KIND_FIELDS (what the agent's answers use).
+GENERATION_ONLY_FIELDS: dict[str, tuple[str, ...]] = {Agent.Kind.HTTP: ("instructions", "knowledge")}
 HTTP_TIMEOUT_MAX = 300
+
+
+def kind_form_fields(kind: str) -> tuple[str, ...]:
+    """The fields the agent form shows and saves for a kind."""
+    return KIND_FIELDS[kind] + GENERATION_ONLY_FIELDS.get(kind, ())
+
+
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # RFC 9110 token characters.
 HEADER_NAME_RE = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$")

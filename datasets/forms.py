@@ -115,7 +115,7 @@ class DatasetSettingsForm(forms.Form):
         min_value=1, max_value=10, label="Repeats per case", help_text="Runs each case this many times (1-10)."
     )
     jaccard_enabled = forms.BooleanField(required=False, label="Jaccard similarity to the expected answer")
-    vector_enabled = forms.BooleanField(required=False, label="Vector similarity (needs an embedding model)")
+    vector_enabled = forms.BooleanField(required=False, label="Vector similarity to the expected answer")
 
     @classmethod
     def for_dataset(cls, dataset: Dataset, data: Any = None) -> DatasetSettingsForm:

@@ -299,7 +299,7 @@ def run_compare(request: ApiRequest, run_id: int, baseline_id: int) -> Status[An
         return Status(400, {"detail": "Pick two runs of the same agent."})
     form = CompareForm({"a": baseline.pk, "b": run.pk}, agent=run.agent)
     if not form.is_valid():
-        return Status(400, {"detail": " ".join(m for messages in form.errors.values() for m in messages)})
+        return Status(400, {"detail": " ".join(str(m) for messages in form.errors.values() for m in messages)})
     return Status(200, comparison.run_compare(a=form.cleaned_data["a"], b=form.cleaned_data["b"]))
 
 
@@ -368,7 +368,7 @@ def run_rerun(
     The same request_key (or Idempotency-Key header) answers 200 with the first re-run.
     """
     run = _run(request, run_id)
-    payload = payload or RerunIn()
+    payload = payload or RerunIn(request_key="", version=None)
     version = None
     if payload.version is not None:
         version = run.agent.versions.filter(number=payload.version).first()

@@ -4,6 +4,8 @@ from django import template
 from django.conf import settings
 from django.forms import BoundField
 
+from evalsite import llm
+
 register = template.Library()
 
 
@@ -93,3 +95,10 @@ def file_drop(
         "max_bytes": max_bytes,
         "max_mb": f"{max_bytes / 1_000_000:g}",
     }
+
+
+@register.simple_tag
+def model_missing(purpose: str, override: str = "") -> bool:
+    """`{% model_missing "judge" dataset.judge_model as no_judge %}`: no model would serve
+    this purpose at run time (the override, e.g. a dataset's judge model, counts)."""
+    return llm.model_for(purpose, override or None) is None

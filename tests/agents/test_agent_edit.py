@@ -153,11 +153,12 @@ def test_a_new_header_needs_a_value(client_alice, http_agent):
 
 def test_the_kind_cannot_be_changed(client_alice, http_agent):
     rows = [{"existing": "True", "name": "Authorization", "value": ""}]
-    client_alice.post(_url(http_agent), _http_data(http_agent, rows, kind="llm", instructions="hi"))
+    client_alice.post(_url(http_agent), _http_data(http_agent, rows, kind="llm", model="gpt-4o", skills="hi"))
 
     http_agent.refresh_from_db()
     assert http_agent.kind == Agent.Kind.HTTP
-    assert http_agent.current_version.instructions == ""
+    # An LLM's settings are not an HTTP agent's (its description for generation is: see below).
+    assert (http_agent.current_version.model, http_agent.current_version.skills) == ("", "")
 
 
 def test_htmx_success_redirects_the_client(client_alice, llm_agent):
@@ -197,3 +198,26 @@ def test_anonymous_users_are_sent_to_login(client, llm_agent):
     response = client.get(_url(llm_agent))
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("accounts:login"))
+
+
+def test_an_http_agent_keeps_a_description_used_only_for_generation(client_alice, http_agent):
+    from datasets.generation.generator import agent_rules
+
+    rows = [
+        {"existing": "True", "name": "Authorization", "value": ""},
+        {"existing": "True", "name": "X-Env", "value": ""},
+    ]
+    data = _http_data(http_agent, rows, instructions="Answers billing questions.", knowledge="Refunds take 5 days.")
+    client_alice.post(_url(http_agent), data)
+
+    http_agent.refresh_from_db()
+    version = http_agent.current_version
+    assert (version.number, version.instructions, version.knowledge) == (
+        2,
+        "Answers billing questions.",
+        "Refunds take 5 days.",
+    )
+    assert version.http_headers == {"Authorization": f"Bearer {SECRET}", "X-Env": "staging"}
+    assert [rule.text for rule in agent_rules(version)] == ["Answers billing questions.", "Refunds take 5 days."]
+    page = client_alice.get(_url(http_agent)).text
+    assert "Description for test generation" in page and "never receives this text" in page
