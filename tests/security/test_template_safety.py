@@ -1,4 +1,4 @@
-"""No template or Python code turns user, upload or model text into markup (RELIABILITY.md check 3).
+"""No template or Python code turns user, upload or model text into markup (check 3 in docs/architecture.md).
 
 Autoescaping covers {{ }} in HTML text and quoted attributes. It does not cover:
 - `|safe`, `|safeseq`, `{% autoescape off %}`, `{% filter safe %}` in templates;
