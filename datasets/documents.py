@@ -2,7 +2,7 @@
 
 Files live under MEDIA_ROOT with random names (datasets.models._document_path) and
 are never served from a public URL. Downloads go through a view that checks the
-team, always as an attachment with nosniff (RELIABILITY.md check 8). The one
+team, always as an attachment with nosniff (check 8 in docs/architecture.md). The one
 exception is the PDF preview: a PDF that starts with %PDF- is served inline
 to the browser's own PDF viewer with `Content-Security-Policy: sandbox`, which
 gives the response an opaque origin of its own, so even a file crafted to be

@@ -23,7 +23,7 @@ MULTIPART_OVERHEAD_BYTES = 64 * 1024
 class UploadSizeGuard(FileUploadHandler):
     """Stops reading an upload as soon as it is over the limit, before the temp-file handler stores it.
 
-    Django's own settings do not cap file size (RELIABILITY.md 1), and the usual form
+    Django's own upload settings choose memory or disk, not a size cap, and the usual form
     check runs only after the whole file has been written to a temporary file.
     Put it first in request.upload_handlers, before anything reads request.POST.
     """

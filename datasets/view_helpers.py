@@ -58,7 +58,7 @@ def add_service_errors(form: Form, exc: ValidationError) -> None:
 
 
 def install_upload_guard(request: AuthedRequest) -> UploadSizeGuard:
-    """Cap an upload's size before Django stores it (RELIABILITY.md 1): must run before
+    """Cap an upload's size before Django stores it (check 5 in docs/architecture.md): must run before
     anything reads request.POST, hence csrf_exempt outside and csrf_protect inside."""
     guard = UploadSizeGuard(request)
     request.upload_handlers.insert(0, guard)

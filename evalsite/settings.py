@@ -185,7 +185,7 @@ UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 10_000_000)
 DATA_UPLOAD_MAX_NUMBER_FILES = 10
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 
-# Security headers (RELIABILITY.md check 2); HTTPS-only settings follow SECURE_SSL.
+# Security headers (check 2 in docs/architecture.md); HTTPS-only settings follow SECURE_SSL.
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
@@ -216,7 +216,7 @@ CACHES = {
     }
 }
 
-# Celery (STYLE.md "Celery"): tasks are idempotent, so late acks are safe.
+# Celery (docs/architecture.md, "The run window"): tasks are idempotent, so late acks are safe.
 CELERY_BROKER_URL = BROKER_URL
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True

@@ -1,4 +1,4 @@
-"""Celery entry points for runs: thin, idempotent, keyed by primary keys (STYLE.md "Celery")."""
+"""Celery entry points for runs: thin, idempotent, keyed by primary keys (docs/architecture.md, "Where logic lives")."""
 
 import gc
 import logging

@@ -417,7 +417,7 @@ def document_signed(request: AuthedRequest, agent_id: int, token: str) -> HttpRe
         handle = document.file.open("rb")
     except FileNotFoundError as exc:
         raise Http404("The document's file is gone") from exc
-    # Always a download, never rendered on our origin (RELIABILITY.md check 8).
+    # Always a download, never rendered on our origin (check 8 in docs/architecture.md).
     return FileResponse(handle, as_attachment=True, filename=document.original_name)
 
 

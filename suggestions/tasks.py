@@ -1,4 +1,4 @@
-"""Celery entry points for suggestions: thin, keyed by primary keys (STYLE.md "Celery")."""
+"""Celery entry points for suggestions: thin, keyed by primary keys (docs/architecture.md, "Where logic lives")."""
 
 from celery import shared_task
 from django.db import InterfaceError, OperationalError

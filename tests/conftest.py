@@ -1,5 +1,7 @@
 """The fixed cast: alice (owner) and bob (member) share a team; charlie is an outsider."""
 
+from typing import Any
+
 import pytest
 from django.test import Client
 
@@ -124,3 +126,29 @@ def no_llm(settings):
     settings.EVALSITE_LLM_MODEL = ""
     settings.EVALSITE_JUDGE_MODEL = ""
     settings.EVALSITE_EMBEDDING_MODEL = ""
+
+
+@pytest.fixture
+def tasks_run_here():
+    """Celery tasks sent while this is active run at once in the test's process (Celery's
+    task_always_eager), as a worker would run them; the list it yields records each one
+    as (task name, args, kwargs). With django_capture_on_commit_callbacks(execute=True) a
+    test follows a service's on_commit enqueue to the job it really starts, without
+    stubbing .delay."""
+    from celery.signals import task_prerun
+
+    from evalsite.celery import app
+
+    ran: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+
+    def record(sender: Any = None, args: Any = None, kwargs: Any = None, **_: Any) -> None:
+        ran.append((sender.name, tuple(args or ()), dict(kwargs or {})))
+
+    eager = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    task_prerun.connect(record, weak=False)
+    try:
+        yield ran
+    finally:
+        task_prerun.disconnect(record)
+        app.conf.task_always_eager = eager

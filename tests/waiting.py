@@ -17,13 +17,22 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_for(predicate: Callable[[], T], *, timeout: float = 90, interval: float = 0.2, what: str = "condition") -> T:
+def wait_for(
+    predicate: Callable[[], T],
+    *,
+    timeout: float = 90,
+    interval: float = 0.2,
+    what: str = "condition",
+    pause: Callable[[float], object] = time.sleep,
+) -> T:
     """Call predicate() until it returns something truthy, and return that.
 
     Raises AssertionError naming `what` after `timeout` seconds (generous by default:
     CI has 2 noisy cores). The predicate is called once more at the deadline, so a
     state reached during the last interval still counts; an exception it raises
-    (a worker that died, say) ends the wait at once.
+    (a worker that died, say) ends the wait at once. `pause(seconds)` waits between
+    calls: a Playwright test passes the page's own wait, so browser events keep
+    being handled while it waits.
     """
     deadline = time.monotonic() + timeout
     while True:
@@ -32,4 +41,4 @@ def wait_for(predicate: Callable[[], T], *, timeout: float = 90, interval: float
             return value
         if time.monotonic() >= deadline:
             raise AssertionError(f"Timed out after {timeout:g} s waiting for {what}")
-        time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
+        pause(min(interval, max(0.0, deadline - time.monotonic())))

@@ -158,7 +158,7 @@ def _claim(dataset_id: int) -> Dataset | None:
     """Count this attempt in the database; None when there is nothing (more) to do.
 
     Late acks redeliver a task whose worker died, with no retry count of their own, so
-    a file that kills the worker every time would loop forever (RELIABILITY.md 4).
+    a file that kills the worker every time would loop forever (check 20 in docs/architecture.md).
     """
     limit = settings.EVALSITE_EXTRACT_MAX_ATTEMPTS
     claimed = Dataset.objects.filter(pk=dataset_id, status=Dataset.Status.EXTRACTING, job_attempts__lt=limit).update(

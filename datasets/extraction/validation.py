@@ -4,7 +4,7 @@ The type comes from the content, never from the name alone (OWASP File Upload
 Cheat Sheet): the extension must be on the allowlist *and* the bytes must be
 that kind of file. XLSX and DOCX are zip archives, so their declared
 uncompressed sizes are checked from the central directory before anything
-inflates them (RELIABILITY.md section 3: that check alone cut peak memory of a
+inflates them (check 9 in docs/architecture.md: that check alone cut peak memory of a
 1 GB bomb from 530 MB to 12 MB). Python's zipfile never inflates an entry past
 its declared size, so the declared sizes are a real bound.
 

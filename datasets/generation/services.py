@@ -108,7 +108,7 @@ def _claim(dataset_id: int) -> Dataset | None:
 
     A conditional update, as in datasets.extraction.services: a redelivered message never
     works on a settled or deleted dataset, and late acks, which redeliver a task whose
-    worker died with no retry count of their own, stop after the limit (RELIABILITY.md 4).
+    worker died with no retry count of their own, stop after the limit (check 20 in docs/architecture.md).
     """
     limit = settings.EVALSITE_EXTRACT_MAX_ATTEMPTS
     claimed = Dataset.objects.filter(

@@ -1,6 +1,6 @@
 """Run services: start (snapshot + first window), execute one case, stop, fail, finish, reap, re-run.
 
-How a run moves (ARCHITECTURE.md "Runs"):
+How a run moves (docs/architecture.md, "The run window"):
 - run_start copies the dataset into RunCase rows and pre-creates one pending Result per
   (case, repeat, variant), then queues the first `concurrency` of them.
 - A queued result carries a fresh token; its task claims it with a conditional UPDATE

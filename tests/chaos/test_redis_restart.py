@@ -2,7 +2,6 @@
 
 import socket
 import subprocess
-import time
 from collections import Counter
 from collections.abc import Iterator
 
@@ -101,7 +100,8 @@ def test_a_restarted_redis_loses_no_case_and_scores_each_exactly_once(
     client.close()
 
     own_redis.kill()
-    time.sleep(2)  # the worker notices the lost connection while Redis is down
+    # Restart only once the worker has noticed the lost connection while Redis was down.
+    wait_for(lambda: "Connection to broker lost" in worker.read_log(), timeout=60, what="the worker to lose Redis")
     own_redis.start()  # same port, empty: every queued message is gone
     run = wait_settled(run, timeout=150, worker=worker)
 

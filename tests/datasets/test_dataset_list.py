@@ -77,6 +77,8 @@ def test_at_the_limit_it_says_so_and_disables_new_datasets(client_alice, agent, 
 
     assert "This agent has 3 datasets, the most one agent can have." in html
     assert 'disabled aria-describedby="dataset-limit">New dataset</button>' in html
+    assert 'disabled aria-describedby="dataset-limit">Generate Dataset</button>' in html
+    assert f'href="{reverse("datasets:new", args=[agent.pk])}"' not in html
 
 
 @pytest.mark.django_db

@@ -22,7 +22,7 @@ def assert_failed(dataset: Dataset, *words: str) -> None:
     for word in words:
         assert word in dataset.failure_reason
     assert dataset.cases.count() == 0
-    # Readable, not a traceback or an exception class name (RELIABILITY.md check 29).
+    # Readable, not a traceback or an exception class name (check 29 in docs/architecture.md).
     for leak in ("Traceback", "Error:", "Exception", "errno"):
         assert leak not in dataset.failure_reason
 
@@ -45,7 +45,7 @@ def test_zip_bomb_that_skipped_the_upload_form_fails_fast(agent):
 
 
 def test_zip_bomb_check_reads_only_the_directory_and_stays_small(tmp_path):
-    """Peak memory of the check in a fresh process (RELIABILITY.md section 6: measure in a child)."""
+    """Peak memory of the check, measured in a fresh child process (the test process's own memory would hide it)."""
     path = tmp_path / "bomb.xlsx"
     path.write_bytes(files.zip_bomb_xlsx(inflated_mb=1024))
     script = (

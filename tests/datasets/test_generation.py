@@ -494,21 +494,24 @@ def test_a_deleted_dataset_is_skipped(fake_llm):
 
 
 def test_create_makes_an_extracting_dataset_and_enqueues_the_job_after_commit(
-    fake_llm, support_agent, alice, django_capture_on_commit_callbacks, monkeypatch
+    fake_llm, support_agent, alice, django_capture_on_commit_callbacks, tasks_run_here
 ):
-    enqueued = []
-    monkeypatch.setattr("datasets.tasks.dataset_generate.delay", lambda pk: enqueued.append(pk))
-
-    with django_capture_on_commit_callbacks(execute=True):
+    fake_llm.add_rule(task="generate", handler=unique_cases())
+    with django_capture_on_commit_callbacks() as callbacks:
         dataset = dataset_generate_create(
             agent=support_agent, user=alice, name="  Pricing edge cases ", count=12, instructions=" Focus on pricing "
         )
+    assert tasks_run_here == []  # nothing before the commit
+    assert len(callbacks) == 1
+    callbacks[0]()
 
-    assert enqueued == [dataset.pk]
+    assert tasks_run_here == [("datasets.tasks.dataset_generate", (dataset.pk,), {})]
     assert dataset.name == "Pricing edge cases"
     assert (dataset.status, dataset.source, dataset.source_name) == ("extracting", "generated", "Generated with AI")
     assert dataset.generation == {"count": 12, "instructions": "Focus on pricing"}
     assert dataset.created_by == alice
+    dataset.refresh_from_db()  # the job ran on this dataset: it wrote the cases
+    assert (dataset.status, dataset.cases.count()) == ("ready", 12)
 
 
 @pytest.mark.parametrize("count", [1, 50])

@@ -98,14 +98,16 @@ def test_a_run_streams_its_results_and_stops_polling(page, login, live_server, c
     # Watch the page, not the database: the cards and the progress bar as the user sees them.
     cards, progress = page.locator("#result-cards .result-card"), page.locator("#run-live .run-progress")
     seen_cards, seen_progress = set(), set()
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
+
+    def all_cards_seen() -> bool:
         seen_cards.add(cards.count())
         seen_progress.add(int(progress.get_attribute("aria-valuenow") or 0))
-        if 18 in seen_cards:
-            break
-        page.wait_for_timeout(200)
-    assert 18 in seen_cards, worker.read_log()[-3000:]
+        return 18 in seen_cards
+
+    try:
+        wait_for(all_cards_seen, what="18 result cards", pause=lambda seconds: page.wait_for_timeout(seconds * 1000))
+    except AssertionError as error:
+        raise AssertionError(f"{error}\n{worker.read_log()[-3000:]}") from None
     assert any(0 < count < 18 for count in seen_cards), f"cards arrived all at once: {sorted(seen_cards)}"
     assert any(0 < value < 18 for value in seen_progress), f"the bar never moved: {sorted(seen_progress)}"
     assert max(seen_progress) <= 18

@@ -1,4 +1,4 @@
-"""A real browser walks every page and htmx fragment built from hostile text (RELIABILITY.md check 4).
+"""A real browser walks every page and htmx fragment built from hostile text (check 4 in docs/architecture.md).
 
 An agent, its versions, a dataset with its cases and documents, a finished run with its
 results and a suggestion all carry script tags, event handlers, hx-get/hx-post/hx-on

@@ -1,4 +1,4 @@
-"""A corpus of hostile files, built in code (RELIABILITY.md sections 2, 3 and checks 5-12, 15).
+"""A corpus of hostile files, built in code (checks 5-12 and 15 in docs/architecture.md).
 
 Every entry says what a QA person must see: the upload refused with a reason, the
 dataset Failed with a reason, or the dataset Ready with its cases (benign oddities such

@@ -4,7 +4,7 @@ Those paths read UTF-8 only (the upload path of test_hostile_uploads.py also rea
 cp1252), so an oddly encoded file is refused with what to do. For every file, as a
 plain form and as htmx: no 5xx, a readable answer, nothing half imported, markup
 shown as text, response headers small enough for any proxy (the toast travels in the
-HX-Trigger header), and formula cells neutralised on the way out (RELIABILITY.md check 15).
+HX-Trigger header), and formula cells neutralised on the way out (check 15 in docs/architecture.md).
 """
 
 from __future__ import annotations

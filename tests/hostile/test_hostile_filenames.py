@@ -1,4 +1,4 @@
-"""Hostile multipart file names, sent byte for byte (RELIABILITY.md check 7).
+"""Hostile multipart file names, sent byte for byte (check 7 in docs/architecture.md).
 
 Django's test client strips a file name to its basename before sending it, so these
 tests write the multipart body themselves: the server sees `../`, `..\\`, NUL, CRLF

@@ -2,7 +2,7 @@
 
 The job runs in this process (its Celery task, applied eagerly), parsing in the same
 sandboxed child process a worker uses; tests/datasets/test_extraction_worker.py drives
-a real worker. For every file (RELIABILITY.md checks 5-12, 29):
+a real worker. For every file (checks 5-12 and 29 in docs/architecture.md):
 - the upload is refused with a reason, or the job settles (Failed with a reason a QA
   person can act on, or Ready with the cases) within 60 s: never Extracting, never a 5xx;
 - no page or fragment of the datasets area shows a traceback or an exception class name;
@@ -136,7 +136,7 @@ def test_every_hostile_file_settles_safely(
 
 def test_an_html_pdf_polyglot_never_renders_as_a_page(client_alice, agent, sandbox_dirs, no_llm):
     """It passes as a PDF (the header is there), so the preview frame may load it: as a PDF,
-    sandboxed into an opaque origin, never sniffed into HTML (RELIABILITY.md check 8)."""
+    sandboxed into an opaque origin, never sniffed into HTML (check 8 in docs/architecture.md)."""
     client_alice.post(
         reverse("datasets:upload", args=[agent.pk]),
         {"name": "Polyglot", "file": upload("polyglot.pdf", html_pdf_polyglot())},

@@ -1,4 +1,4 @@
-"""RELIABILITY check 26: a case longer than the model's context window errors on its own.
+"""Check 26 in docs/architecture.md: a case longer than the model's context window errors on its own.
 
 The fake answers an over-long prompt the way OpenAI does (400, code context_length_exceeded),
 so litellm's real mapping and our gateway's run. That case must become one readable Error,

@@ -1,4 +1,4 @@
-"""CSRF on every state change (RELIABILITY.md check 2).
+"""CSRF on every state change (check 2 in docs/architecture.md).
 
 Every route of the URL conf gets a POST from a signed-in owner whose client enforces CSRF
 and sends no token, as a plain form and as htmx: the answer is Django's CSRF refusal (403),

@@ -1,4 +1,4 @@
-"""Security headers on every response of the console (RELIABILITY.md checks 2, 7 and 8).
+"""Security headers on every response of the console (checks 2, 7 and 8 in docs/architecture.md).
 
 Every page and fragment: `X-Frame-Options: DENY` and `X-Content-Type-Options: nosniff`.
 The one documented exception is the PDF for the preview dialog's <iframe>

@@ -333,7 +333,9 @@ def test_no_post_response_shows_a_header_value(client_alice, secret_objects, set
     objects = dict(secret_objects)
     post.setup(objects)
     url = _url(route, objects)
-    assert client_alice.get(url).status_code == 405, f"{route.name} serves GET: it belongs in the GET table"
+    refused = client_alice.get(url)
+    assert refused.status_code == 405, f"{route.name} serves GET: it belongs in the GET table"
+    _assert_no_secret(refused, f"GET {url}")
 
     response = client_alice.post(url, post.data(objects), headers={"HX-Request": "true"} if htmx else {})
 

@@ -1,4 +1,4 @@
-"""No template or Python code turns user, upload or model text into markup (RELIABILITY.md check 3).
+"""No template or Python code turns user, upload or model text into markup (check 3 in docs/architecture.md).
 
 Autoescaping covers {{ }} in HTML text and quoted attributes. It does not cover:
 - `|safe`, `|safeseq`, `{% autoescape off %}`, `{% filter safe %}` in templates;
@@ -130,7 +130,7 @@ def test_the_scan_reads_the_console():
     modules = {str(path.relative_to(ROOT)) for path in _files(".py")}
 
     assert {"templates/base.html", "templates/datasets/partials/case_row.html"} <= templates
-    assert {"datasets/views.py", "evalsite/settings.py", "datasets/templatetags/dataset_tags.py"} <= modules
+    assert {"datasets/views.py", "evalsite/settings.py", "runs/templatetags/runs_tags.py"} <= modules
 
 
 def test_no_template_turns_text_into_markup():

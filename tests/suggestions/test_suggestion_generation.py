@@ -15,15 +15,20 @@ from tests.suggestions.conftest import PHONE, REFUND
 
 
 @pytest.mark.django_db
-def test_starting_queues_the_task_once_committed(failing_run, django_capture_on_commit_callbacks, monkeypatch):
-    sent = []
-    monkeypatch.setattr(suggestion_generate_task, "delay", lambda **kwargs: sent.append(kwargs))
-
-    with django_capture_on_commit_callbacks(execute=True):
+def test_starting_queues_the_task_once_committed(
+    failing_run, no_llm, django_capture_on_commit_callbacks, tasks_run_here
+):
+    with django_capture_on_commit_callbacks() as callbacks:
         generation = suggestion_generation_start(run=failing_run)
-
     assert generation.status == SuggestionGeneration.Status.QUEUED
-    assert sent == [{"run_id": failing_run.pk}]
+    assert tasks_run_here == []  # nothing before the commit
+    assert len(callbacks) == 1
+    callbacks[0]()
+
+    assert tasks_run_here == [("suggestions.tasks.suggestion_generate", (), {"run_id": failing_run.pk})]
+    generation.refresh_from_db()
+    assert generation.status == SuggestionGeneration.Status.DONE
+    assert failing_run.suggestions.count() == 2
 
 
 @pytest.mark.django_db
@@ -110,21 +115,22 @@ def test_the_task_runs_the_service(failing_run, no_llm):
 
 @pytest.mark.django_db
 def test_a_run_that_completes_with_failures_queues_its_suggestions(
-    make_run, django_capture_on_commit_callbacks, monkeypatch
+    make_run, django_capture_on_commit_callbacks, tasks_run_here
 ):
     from runs.services import run_finish
 
-    sent = []
-    monkeypatch.setattr(suggestion_generate_task, "delay", lambda **kwargs: sent.append(kwargs))
     run = make_run([("pass", REFUND, REFUND, 9), ("fail", REFUND, "No.", 1)], status=Run.Status.RUNNING)
 
-    with django_capture_on_commit_callbacks(execute=True):
+    with django_capture_on_commit_callbacks() as callbacks:
         run_finish(run_id=run.pk)
 
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED
     assert SuggestionGeneration.objects.get(run=run).status == SuggestionGeneration.Status.QUEUED
-    assert sent == [{"run_id": run.pk}]
+    for callback in callbacks:
+        callback()
+    assert ("suggestions.tasks.suggestion_generate", (), {"run_id": run.pk}) in tasks_run_here
+    assert [name for name, _, _ in tasks_run_here].count("suggestions.tasks.suggestion_generate") == 1
 
 
 @pytest.mark.django_db
