@@ -24,7 +24,7 @@ from django.test import Client
 
 from accounts import services as account_services
 from accounts.middleware import SESSION_KEY
-from accounts.models import ApiToken, Membership, Team
+from accounts.models import ApiToken, BannerDismissal, Membership, Team
 from agents.models import Agent, AgentVersion
 from datasets.models import Dataset, TestCase
 from runs.models import Result, Run
@@ -49,6 +49,9 @@ GET_STATUS: dict[str, tuple[int, int]] = {
     "datasets:row": (302, 200),  # a fragment; without htmx, the list it belongs to
     "runs:results": (302, 200),  # a fragment; without htmx, the run page's results
     "suggestions:panel": (200, 286),  # the run is finished: the panel's poll stops
+    # The matrix's dataset is Ready, not waiting for its mapping: on to its page (plain or
+    # htmx). The mapping page itself is tested in tests/datasets/test_mapping_*.
+    "datasets:mapping": (302, 200),
 }
 
 
@@ -159,6 +162,24 @@ def _runs(objects: dict[str, Any]) -> int:
     return Run.objects.filter(agent_id=objects["agent_id"]).count()
 
 
+def _count_runs(objects: dict[str, Any]) -> None:
+    objects["runs_before"] = _runs(objects)
+
+
+def _one_more_run(objects: dict[str, Any], client: Client) -> bool:
+    return _runs(objects) == objects["runs_before"] + 1
+
+
+def _in_review(objects: dict[str, Any]) -> None:
+    Dataset.objects.filter(pk=objects["dataset_id"]).update(status=Dataset.Status.REVIEW)
+
+
+def _with_warnings(objects: dict[str, Any]) -> None:
+    Dataset.objects.filter(pk=objects["dataset_id"]).update(
+        warnings=[{"where": "plan.csv, row 3", "message": "The expected answer is empty."}]
+    )
+
+
 POSTS: dict[str, Post] = {
     "accounts:switch_team": Post(
         data=lambda o: {"team": o["second_team_id"]},
@@ -245,7 +266,8 @@ POSTS: dict[str, Post] = {
     "runs:start": Post(
         data=lambda o: {"request_key": "security-probe"},
         status=(302, 200),
-        done=lambda o, client: _runs(o) == 2,
+        done=_one_more_run,
+        setup=_count_runs,
     ),
     "runs:stop": Post(
         data=lambda o: {},
@@ -256,8 +278,25 @@ POSTS: dict[str, Post] = {
     "runs:rerun": Post(
         data=lambda o: {"request_key": "security-probe"},
         status=(302, 200),
-        done=lambda o, client: _runs(o) == 2,
-        setup=_failed,
+        done=_one_more_run,
+        setup=lambda o: (_failed(o), _count_runs(o)),
+    ),
+    "accounts:banner_dismiss": Post(
+        data=lambda o: {"banner": "no_model", "next": "/agents/"},
+        status=(302, 200),
+        done=lambda o, client: BannerDismissal.objects.filter(user__username="alice", banner="no_model").exists(),
+    ),
+    "datasets:mapping_cancel": Post(
+        data=lambda o: {},
+        status=(302, 302),
+        done=lambda o, client: not Dataset.objects.filter(pk=o["dataset_id"]).exists(),
+        setup=_in_review,
+    ),
+    "datasets:warnings_dismiss": Post(
+        data=lambda o: {},
+        status=(302, 200),
+        done=lambda o, client: Dataset.objects.get(pk=o["dataset_id"]).warnings == [],
+        setup=_with_warnings,
     ),
     "suggestions:generate": Post(
         data=lambda o: {},
