@@ -108,6 +108,7 @@ def agent_run_blocker(*, agent: Agent) -> str:
     version = agent.current_version
     if version is None:
         return "This agent has no configuration version yet."
+    version.agent = agent  # the adapter reads the kind from it: not a second query for the agent
     return version_run_blocker(version=version)
 
 

@@ -95,13 +95,16 @@ def test_an_http_agent_gets_no_link_to_the_source_file(team, alice, no_llm, agen
 def test_the_team_may_choose_to_let_the_agent_read_the_upload(team, alice, no_llm, agent_server):
     agent = AgentFactory(team=team, kind=Agent.Kind.HTTP, version__http_url=agent_server.url)
     from datasets.extraction.services import dataset_extract
-    from tests.datasets.extraction_helpers import uploaded_dataset
+    from datasets.models import Dataset
+    from tests.datasets.extraction_helpers import confirm_mapping, uploaded_dataset
 
     dataset = uploaded_dataset(agent, "Contract.xlsx", PLAN)
     dataset.agent_reads_source = True
     dataset.save(update_fields=["agent_reads_source"])
     dataset_extract(dataset_id=dataset.pk)
     dataset.refresh_from_db()
+    assert dataset.status == Dataset.Status.REVIEW  # a table: the team confirms its mapping first
+    confirm_mapping(dataset)
     document = dataset.documents.get()
     assert all(list(case.documents.all()) == [document] for case in dataset.cases.all())
     assert all(case.source_document == document for case in dataset.cases.all())
