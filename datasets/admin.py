@@ -44,7 +44,15 @@ class TestCaseAdmin(admin.ModelAdmin):
     list_select_related = ["dataset"]
     raw_id_fields = ["dataset"]
     filter_horizontal = ["documents"]
-    readonly_fields = ["source_file", "source_location", "source_span", "tests_rule", "created_at", "updated_at"]
+    readonly_fields = [
+        "source_document",
+        "source_file",
+        "source_location",
+        "source_span",
+        "tests_rule",
+        "created_at",
+        "updated_at",
+    ]
 
 
 @admin.register(Document)

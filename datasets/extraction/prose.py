@@ -48,8 +48,9 @@ _ID_LABEL = re.compile(
     + r"(?:test case id|case id|test id|tc id|id)\s*(?:\*\*)?\s*:(?:\*\*)?\s*(?P<id>[\w.\-/]{1,100})\s*(?:\*\*)?\s*$",
     re.IGNORECASE,
 )
+# Not after a list bullet: "- ORD-1: refunded" inside an answer is a list item, not a new case.
 _ID_LINE = re.compile(
-    _LEAD + r"(?P<id>[A-Z][A-Z0-9]{0,11}[-_.]\d{1,6}(?:[-_.][A-Za-z0-9]{1,10})*)(?:\*\*)?"
+    r"^\s*(?:#{1,6}\s*)?(?:\*\*)?(?P<id>[A-Z][A-Z0-9]{0,11}[-_.]\d{1,6}(?:[-_.][A-Za-z0-9]{1,10})*)(?:\*\*)?"
     r"\s*(?:$|[:\-–—.)]\s*(?P<title>.*)$)"
 )
 # A line that ends a block without starting a case: a heading, a rule, a table row.

@@ -14,6 +14,11 @@ def dataset(agent):
     return DatasetFactory(agent=agent)
 
 
+def _html(response) -> str:
+    """The page's text with the search terms' <mark> tags taken out (test_case_card.py tests them)."""
+    return response.content.decode().replace("<mark>", "").replace("</mark>", "")
+
+
 def _url(dataset) -> str:
     return reverse("datasets:case_search", args=[dataset.agent_id, dataset.pk])
 
@@ -25,12 +30,7 @@ def test_it_searches_question_expected_answer_and_document_context(client_alice,
     TestCaseFactory(dataset=dataset, question="Budget question", document_context="Refund budget sheet")
     TestCaseFactory(dataset=dataset, question="Unrelated", expected_answer="Nothing here.")
 
-    html = (
-        client_alice.get(_url(dataset), {"q": "REFUND"}, **HTMX)
-        .content.decode()
-        .replace("<mark>", "")
-        .replace("</mark>", "")
-    )  # terms are marked
+    html = _html(client_alice.get(_url(dataset), {"q": "REFUND"}, **HTMX))
 
     assert "How do refunds work?" in html and "Opening hours?" in html and "Budget question" in html
     assert "Unrelated" not in html
@@ -42,12 +42,7 @@ def test_every_word_must_match_somewhere(client_alice, dataset):
     TestCaseFactory(dataset=dataset, question="Refund for a broken phone", expected_answer="Yes")
     TestCaseFactory(dataset=dataset, question="Refund for shoes", expected_answer="Yes")
 
-    html = (
-        client_alice.get(_url(dataset), {"q": "refund phone"}, **HTMX)
-        .content.decode()
-        .replace("<mark>", "")
-        .replace("</mark>", "")
-    )  # terms are marked
+    html = _html(client_alice.get(_url(dataset), {"q": "refund phone"}, **HTMX))
 
     assert "broken phone" in html and "shoes" not in html
 
@@ -56,12 +51,7 @@ def test_every_word_must_match_somewhere(client_alice, dataset):
 def test_no_match_says_so(client_alice, dataset):
     TestCaseFactory(dataset=dataset)
 
-    html = (
-        client_alice.get(_url(dataset), {"q": "zebra"}, **HTMX)
-        .content.decode()
-        .replace("<mark>", "")
-        .replace("</mark>", "")
-    )  # terms are marked
+    html = _html(client_alice.get(_url(dataset), {"q": "zebra"}, **HTMX))
 
     assert "No test case matches “zebra”." in html
 
@@ -72,15 +62,8 @@ def test_results_are_paginated_25_per_page(client_alice, dataset):
         TestCase(dataset=dataset, position=i, question=f"Question number {i:03d}") for i in range(60)
     )
 
-    page_1 = (
-        client_alice.get(_url(dataset), **HTMX).content.decode().replace("<mark>", "").replace("</mark>", "")
-    )  # terms are marked
-    page_3 = (
-        client_alice.get(_url(dataset), {"page": 3}, **HTMX)
-        .content.decode()
-        .replace("<mark>", "")
-        .replace("</mark>", "")
-    )  # terms are marked
+    page_1 = _html(client_alice.get(_url(dataset), **HTMX))
+    page_3 = _html(client_alice.get(_url(dataset), {"page": 3}, **HTMX))
 
     assert "Question number 024" in page_1 and "Question number 025" not in page_1
     assert "Page 1 of 3" in page_1
@@ -110,28 +93,22 @@ def test_search_at_500_cases_costs_a_bounded_number_of_queries(
     with django_assert_max_num_queries(12):
         response = client_alice.get(_url(dataset), {"q": "refund window"}, **HTMX)
     assert response.status_code == 200
-    assert "500 of 500 test cases match" in response.content.decode().replace("<mark>", "").replace(
-        "</mark>", ""
-    )  # terms are marked
+    assert "500 of 500 test cases match" in response.content.decode()
 
     with django_assert_max_num_queries(12):
         page = client_alice.get(_url(dataset), {"q": "order 49", "page": 1}, **HTMX)
-    assert "How long is the refund window for order 49?" in page.content.decode().replace("<mark>", "").replace(
-        "</mark>", ""
-    )  # terms are marked
+    assert "How long is the refund window for order 49?" in _html(page)
 
     with django_assert_max_num_queries(16):
         full = client_alice.get(reverse("datasets:detail", args=[agent.pk, dataset.pk]), {"page": 2})
-    assert "policy.pdf" in full.content.decode().replace("<mark>", "").replace("</mark>", "")  # terms are marked
+    assert "policy.pdf" in full.content.decode()
 
 
 @pytest.mark.django_db
 def test_without_htmx_it_is_the_whole_dataset_page(client_alice, dataset):
     TestCaseFactory(dataset=dataset, question="Findable")
 
-    html = (
-        client_alice.get(_url(dataset), {"q": "find"}).content.decode().replace("<mark>", "").replace("</mark>", "")
-    )  # terms are marked
+    html = _html(client_alice.get(_url(dataset), {"q": "find"}))
 
     assert "<html" in html and "Findable" in html
     assert 'value="find"' in html

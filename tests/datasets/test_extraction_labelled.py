@@ -208,3 +208,15 @@ def test_when_the_model_fails_on_the_prose_the_other_cases_are_kept_with_a_notic
     assert dataset.status == "ready", dataset.failure_reason
     assert [c[0] for c in _cases(dataset)] == ["T-1", "T-2", "L-1", "L-2"]
     assert dataset.notice.startswith("The 4 test cases in the document's tables and labelled blocks were kept")
+
+
+def test_ids_in_a_bulleted_answer_do_not_start_new_cases(agent, no_llm):
+    text = (
+        b"Question: Which orders were refunded?\nExpected answer: These two:\n- ORD-1: refunded in full\n"
+        b"- ORD-2: refunded in part\n\nQuestion: Which were not?\nExpected answer: None.\n"
+    )
+    dataset = extract(agent, "orders.md", text)
+    assert [c[2] for c in _cases(dataset)] == [
+        "These two:\n- ORD-1: refunded in full\n- ORD-2: refunded in part",
+        "None.",
+    ]
