@@ -349,16 +349,19 @@ def dataset_delete(request: HttpRequest, agent_id: int, dataset_id: int) -> Stat
 
 @router.post(
     DATASET + "/mapping",
-    response={202: DatasetOut, 404: NotFoundOut, 422: ValidationErrorOut},
+    response={202: DatasetOut, 404: NotFoundOut, 409: NotFoundOut, 422: ValidationErrorOut},
     summary="Confirm an upload's column mapping; the test cases are then created in the background",
 )
-def dataset_mapping(request: HttpRequest, agent_id: int, dataset_id: int, payload: MappingIn) -> Status[Dataset]:
+def dataset_mapping(request: HttpRequest, agent_id: int, dataset_id: int, payload: MappingIn) -> Status[Any]:
+    """409 when the dataset is not waiting for a mapping (status other than "review")."""
     from datasets.extraction.mapping import dataset_mapping_confirm, mapping_from_json
 
     dataset = _dataset(request, agent_id, dataset_id)
+    if dataset.status != Dataset.Status.REVIEW:
+        return Status(409, {"detail": f"This dataset is {dataset.status}, not waiting for a column mapping."})
     try:
         chosen = None
-        if payload.mapping is not None and dataset.status == Dataset.Status.REVIEW:
+        if payload.mapping is not None:
             chosen = mapping_from_json(tables=dataset.mapping.get("tables", []), raw=payload.mapping)
         dataset_mapping_confirm(dataset=dataset, chosen=chosen, keep_first=payload.keep_first)
     except DjangoValidationError as exc:

@@ -150,7 +150,13 @@ _REQUEST_START = re.compile(
     r"my |we |tell|show|give|list|explain|help|find|create|cancel|reset|book|send|write|summari[sz]e)",
     re.IGNORECASE,
 )
-_NOT_CASES = re.compile(r"glossary|change ?log|changes|history|revision|tools?\b|definitions|legend|readme|about")
+# Sheets that are not test cases, by name (a glossary, a change log, a tool table...)
+# or by headers (a tool table lists tools and their parameters).
+_NOT_CASES = re.compile(
+    r"glossary|change ?log|changes|version history|revision|revisions|tools?|tool definitions|functions|definitions|"
+    r"legend|readme|read me|about|abbreviations|terms"
+)
+_TOOL_HEADERS = ({"tool", "tool name", "function", "function name"}, {"parameters", "arguments", "args", "schema"})
 _FORMULA_AFTER_SPACE = re.compile(r"^[ \t]+[=+\-@]")
 
 
@@ -293,7 +299,12 @@ def plan_table(table: Table) -> Plan:
             for _, column in ranked[1:]:
                 columns[-column] = "tags"
     plan = Plan(header_index=header_index, columns=columns, headers=headers)
-    if not any(row.get(plan.question_column or 0, "").strip() for row in data):
+    keys = {normalise_header(text) for text in headers.values()}
+    kind = _NOT_CASES.fullmatch(normalise_header(table.label))
+    if kind or all(keys & names for names in _TOOL_HEADERS):
+        what = f"a {kind.group(0)} sheet" if kind else "a table of tools and their parameters"
+        plan.skipped = f"It looks like {what}, not test cases. Tick the box to use it anyway."
+    elif not any(row.get(plan.question_column or 0, "").strip() for row in data):
         plan.skipped = f"The “{headers[plan.question_column or 0]}” column is empty."
     return plan
 
@@ -306,7 +317,7 @@ def _unmapped_plan(table: Table) -> Plan:
         return Plan(header_index=None, columns={}, headers={}, skipped=reason)
     headers = dict(table.rows[index][1])
     shown = ", ".join(text[:40] for _, text in sorted(headers.items())[:8])
-    kind = _NOT_CASES.search(table.label.lower())
+    kind = _NOT_CASES.fullmatch(normalise_header(table.label))
     what = f"It looks like a {kind.group(0)} sheet, not test cases: no" if kind else "No"
     reason = f"{what} column names a question (headers: {shown})."
     return Plan(header_index=index, columns=dict.fromkeys(sorted(headers), "metadata"), headers=headers, skipped=reason)

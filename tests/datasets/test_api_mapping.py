@@ -62,9 +62,9 @@ def test_a_bad_mapping_is_a_422_naming_the_problem(api_client, agent):
     assert "No sheet or table is named “Cases”" in response.json()["detail"][0]["msg"]
 
 
-def test_a_dataset_not_waiting_for_a_mapping_is_a_422(api_client, agent):
+def test_a_dataset_not_waiting_for_a_mapping_is_a_409(api_client, agent):
     dataset = extract(agent, "plan.xlsx", _plan_workbook())
 
     response = api_client.post(_url(dataset, "/mapping"), {}, content_type="application/json")
 
-    assert response.status_code == 422 and "not waiting for a mapping" in response.content.decode()
+    assert response.status_code == 409 and "not waiting for a column mapping" in response.content.decode()

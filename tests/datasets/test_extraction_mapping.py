@@ -193,3 +193,24 @@ def test_a_lone_title_cell_above_the_header_is_not_taken_for_the_header(agent):
 
     (table,) = dataset.mapping["tables"]
     assert table["header_row"] == 3 and table["cases"] == 2
+
+
+def test_tool_tables_and_change_logs_are_skipped_with_the_reason_even_with_an_input_column(agent):
+    data = files.xlsx_bytes(
+        {
+            "Cases": [["Question", "Expected answer"], ["Where is my order?", "In Orders."]],
+            "Tools": [["Tool", "Input", "Parameters"], ["lookup_order", "order id", '{"id": "string"}']],
+            "Change log": [["Version", "Date", "Change"], ["3", "2026-11-01", "Added refunds"]],
+            "Functions list": [["Function", "Prompt", "Arguments"], ["refund", "Refund an order", "order_id"]],
+        }
+    )
+
+    dataset = extract(agent, "plan.xlsx", data, confirm=False)
+
+    cases, tools, changes, functions = dataset.mapping["tables"]
+    assert cases["skipped"] == ""
+    assert "a tools sheet, not test cases" in tools["skipped"]
+    assert "change log sheet" in changes["skipped"]
+    assert "a table of tools and their parameters" in functions["skipped"]
+    dataset = confirm_mapping(dataset)
+    assert list(dataset.cases.values_list("question", flat=True)) == ["Where is my order?"]

@@ -149,3 +149,11 @@ def test_a_document_over_the_limit_without_tables_asks_only_about_the_limit(clie
     dataset_extract(dataset_id=dataset.pk)
     dataset.refresh_from_db()
     assert dataset.status == Dataset.Status.READY and dataset.cases.count() == 500
+
+
+def test_while_the_mapping_waits_adding_and_importing_cases_is_not_offered(client_alice, review):
+    html = client_alice.get(reverse("datasets:detail", args=[review.agent_id, review.pk])).content.decode()
+
+    assert 'title="Confirm the column mapping first">+ Add test case</button>' in html
+    assert "import_csv" not in html and "EvalSet JSON (ADK" not in html
+    assert "once you <a href=" in html
