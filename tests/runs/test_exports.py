@@ -235,3 +235,16 @@ def test_repeats_are_counted_the_same_way_on_the_page_in_the_report_and_the_expo
 
     summary = dict(load_workbook(io.BytesIO(exporters.run_export_xlsx(run)))["Summary"].values)
     assert summary["Passed"] == 7 and summary["Cases passed (every repeat passed)"] == 1
+
+
+def test_the_html_report_names_the_check_that_failed_a_case(agent):
+    run = build_run(agent=agent, dataset=DatasetFactory(agent=agent), cases=[CaseSpec(repeats=[("fail", 10.0)])])
+    detail = "Expected lookup_order; the agent called no tools."
+    Result.objects.filter(run=run).update(
+        scorers=[
+            {"name": "trajectory", "label": "Trajectory (strict)", "score": 0.0, "passed": False, "detail": detail}
+        ]
+    )
+    report = exporters.run_export_html(run)
+    assert "✗ Trajectory (strict) check failed</span>" in report
+    assert f"<strong>Failed on the Trajectory (strict) check:</strong> {detail}" in report
