@@ -25,6 +25,7 @@ def file_drop(
     label: str = "",
     show_help: bool = True,
     compact: bool = False,
+    mark_required: bool = True,
     preserve: bool = False,
     show_errors: bool = True,
 ) -> dict[str, object]:
@@ -42,6 +43,7 @@ def file_drop(
         "accept": accept,
         "formats": formats,
         "compact": compact,
+        "mark_required": mark_required and field.field.required,
         "preserve": preserve,
         "show_errors": show_errors,
         "max_bytes": max_bytes,
