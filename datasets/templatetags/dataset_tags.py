@@ -73,6 +73,7 @@ def file_drop(
     label: str = "",
     show_help: bool = True,
     compact: bool = False,
+    mark_required: bool = True,
     preserve: bool = False,
     show_errors: bool = True,
 ) -> dict[str, object]:
@@ -90,6 +91,7 @@ def file_drop(
         "accept": accept,
         "formats": formats,
         "compact": compact,
+        "mark_required": mark_required and field.field.required,
         "preserve": preserve,
         "show_errors": show_errors,
         "max_bytes": max_bytes,

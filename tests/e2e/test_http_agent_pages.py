@@ -54,9 +54,12 @@ def test_an_http_agent_can_be_described_for_generation(page, login, live_server,
     notice = page.locator("#generate-unavailable")
     expect(notice).to_contain_text("Describe what it does")
     expect(notice).not_to_contain_text("instructions, skills, knowledge or guardrails")
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"http-generate-tab-{viewport['width']}.png"), full_page=True)
 
     page.goto(f"{live_server.url}/agents/{http_agent.pk}/edit/")
     expect(page.get_by_text("Used only to write test cases with Generate with AI")).to_be_visible()
+    page.screenshot(path=str(SHOTS / f"http-agent-edit-{viewport['width']}.png"), full_page=True)
     page.get_by_label("What the agent does").fill("Answers billing questions for Acme Cloud customers.")
     page.get_by_role("button", name="Save changes").click()
     page.wait_for_url(f"**/agents/{http_agent.pk}/")

@@ -97,3 +97,28 @@ def test_the_new_dataset_page_has_the_same_drop_zone(page, login, live_server, a
     expect(field.locator(".errorlist li")).to_contain_text("Choose a .csv or .tsv or .txt or .json file")
     _shot(page, "new-dataset-file-error", viewport)
     assert not Dataset.objects.filter(name="From a PDF").exists()
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_import_and_attach_use_the_same_drop_zone(page, login, live_server, alice, agent, viewport, tmp_path):
+    from datasets.models import Dataset as DatasetModel
+    from tests.factories import TestCaseFactory
+
+    dataset = DatasetModel.objects.get(agent=agent, name="Refunds")
+    case = TestCaseFactory(dataset=dataset, question="How long is the refund window?")
+    wrong = tmp_path / "cases.xlsx"
+    wrong.write_bytes(b"PK not really")
+    page.set_viewport_size(viewport)
+    login(page, alice, f"/agents/{agent.pk}/datasets/{dataset.pk}/import/csv/")
+
+    field = page.locator("[data-file-field]")
+    expect(field.locator("label[data-dropzone]")).to_contain_text("CSV or TSV")
+    field.locator("input[type=file]").set_input_files(str(wrong))
+    expect(field.locator("[data-file-error]")).to_contain_text("cases.xlsx")
+    _shot(page, "import-csv-file-error", viewport)
+
+    page.goto(f"{live_server.url}/agents/{agent.pk}/datasets/{dataset.pk}/cases/{case.pk}/edit/")
+    attach = page.locator(".attach-form [data-file-field]")
+    expect(attach.locator("label[data-dropzone]")).to_be_visible()
+    expect(attach.get_by_text("Attach a document")).to_be_visible()
+    _shot(page, "case-edit-attach", viewport)
