@@ -21,8 +21,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
-
 from agents.models import Agent, AgentVersion
 from datasets.generation.writers import (
     DocumentSpec,
@@ -42,7 +40,8 @@ RULE_CHARS = 1_500  # one rule longer than this is cut in the prompt
 SHOWN_QUESTIONS = 60  # questions already written that the model is told not to repeat
 SHOWN_UNDER_COVERED = 15
 # Ten cases with their attachments is a long answer: allow it this many times the usual call timeout.
-TIMEOUT_FACTOR = 3
+# A retry after a broken answer runs warmer, so it is not the same call again.
+RETRY_TEMPERATURE = 0.8
 
 MAX_QUESTION_CHARS = 4_000
 MAX_ANSWER_CHARS = 8_000
@@ -288,8 +287,9 @@ def generate_cases(
         )
     result = Generation(agent_version=version.number if version else None)
     max_requests = math.ceil(count / BATCH_SIZE) + EXTRA_ROUNDS
+    batch, temperature, retried = BATCH_SIZE, None, False
     while len(result.cases) < count and result.requests < max_requests:
-        asked = min(BATCH_SIZE, count - len(result.cases))
+        asked = min(batch, count - len(result.cases))
         messages = build_messages(
             agent=agent,
             rules=rules,
@@ -298,13 +298,19 @@ def generate_cases(
             written=result.cases,
             under_covered=_under_covered(rules, result.cases, count),
         )
-        answer = llm.complete_json(
-            messages,
-            schema=CASES_SCHEMA,
-            task="generate",
-            trace=trace,
-            timeout=settings.EVALSITE_LLM_TIMEOUT * TIMEOUT_FACTOR,
-        )
+        try:
+            answer = llm.complete_json(
+                messages, schema=CASES_SCHEMA, task="generate", trace=trace, temperature=temperature
+            )
+        except llm.LLMError as error:
+            # An answer cut at max_tokens or still broken after its repair: asking the same
+            # again would fail the same way. Once, ask for half as many cases at another temperature.
+            if error.kind not in ("truncated", "invalid_json") or retried:
+                raise
+            result.requests += 1
+            _add_usage(result, error.result)
+            batch, temperature, retried = max(1, asked // 2), RETRY_TEMPERATURE, True
+            continue
         result.requests += 1
         result.prompt_tokens += answer.prompt_tokens
         result.completion_tokens += answer.completion_tokens
@@ -315,6 +321,13 @@ def generate_cases(
     if len(result.cases) < count:
         raise GenerationError(_shortfall_reason(result, count))
     return result
+
+
+def _add_usage(result: Generation, spent: llm.LLMResult | None) -> None:
+    if spent is not None:
+        result.prompt_tokens += spent.prompt_tokens
+        result.completion_tokens += spent.completion_tokens
+        result.cost += spent.cost
 
 
 def _usable_cases(raw_cases: list[Any], rules: list[Rule], result: Generation) -> list[GeneratedCase]:

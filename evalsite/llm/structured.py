@@ -134,7 +134,8 @@ def check_answer(text: str, schema: dict[str, Any]) -> tuple[Any, str | None, bo
     data = extract_json(text)
     if data is None:
         return None, ("the answer is not valid JSON" if text.strip() else "the answer was empty"), False
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+    validator = jsonschema.Draft202012Validator(_open(schema))
+    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if error is None:
         return data, None, True
     where = "/".join(str(part) for part in error.absolute_path)
@@ -143,6 +144,17 @@ def check_answer(text: str, schema: dict[str, Any]) -> tuple[Any, str | None, bo
         field = missing.group(1) if missing else error.message
         return None, f'the JSON has no "{field}" field' + (f" in {where}" if where else ""), True
     return None, f"at {where or 'the top level'}: {error.message[:200]}", True
+
+
+def _open(schema: Any) -> Any:
+    """The schema without additionalProperties: false. Servers get it closed (strict mode needs
+    that), but an extra key in an answer from a server that ignored the schema is harmless,
+    and refusing it would cost a repair call."""
+    if isinstance(schema, dict):
+        return {k: _open(v) for k, v in schema.items() if not (k == "additionalProperties" and v is False)}
+    if isinstance(schema, list):
+        return [_open(item) for item in schema]
+    return schema
 
 
 def extract_json(text: str) -> Any:

@@ -147,9 +147,9 @@ def test_the_judge_prompt_carries_everything_the_judge_needs():
 
 
 def test_the_judge_scores_through_the_gateway(fake_llm):
-    fake_llm.add_rule(task="judge", json={"score": 9.5, "verdict": "whatever", "reasoning": "All facts."})
+    fake_llm.add_rule(task="judge", json={"score": 9, "verdict": "whatever", "reasoning": "All facts."})
     judgment = judge(Evaluation(question="Q", answer="A", expected_answer="E"), {}, {"run": 1, "case": 2})
-    assert (judgment.score, judgment.verdict, judgment.reasoning) == (9.5, "Comprehensive", "All facts.")
+    assert (judgment.score, judgment.verdict, judgment.reasoning) == (9, "Comprehensive", "All facts.")
     assert judgment.tokens > 0
     assert fake_llm.requests[0].model == "fake-judge"
 
