@@ -242,7 +242,7 @@ _MAX_TOKENS_DEFAULTS = {
     "rewrite": 4000,
     "summary": 500,
     "simulator": 300,
-    "probe": 24,
+    "probe": 48,
 }
 EVALSITE_LLM_MAX_TOKENS = {
     task: env_int(f"EVALSITE_LLM_MAX_TOKENS_{task.upper()}", default) for task, default in _MAX_TOKENS_DEFAULTS.items()
@@ -251,7 +251,18 @@ EVALSITE_LLM_MAX_TOKENS = {
 # extraction, generation and rewrites 3x the default, suggestions 2x): EVALSITE_LLM_TIMEOUT_<TASK>.
 EVALSITE_LLM_TIMEOUTS = {
     task: seconds
-    for task in ("agent", "judge", "extract", "generate", "paraphrase", "suggest", "rewrite", "summary", "simulator")
+    for task in (
+        "agent",
+        "judge",
+        "extract",
+        "generate",
+        "paraphrase",
+        "suggest",
+        "rewrite",
+        "summary",
+        "simulator",
+        "probe",
+    )
     if (seconds := env_float(f"EVALSITE_LLM_TIMEOUT_{task.upper()}", 0.0)) > 0
 }
 # Calls in flight per model, shared by every worker through Redis (0 = no limit). A local

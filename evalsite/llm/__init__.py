@@ -137,11 +137,16 @@ def complete_json(
 
 
 def embed(
-    texts: list[str], *, task: str = "embedding", model: str | None = None, trace: Trace | None = None
+    texts: list[str],
+    *,
+    task: str = "embedding",
+    model: str | None = None,
+    trace: Trace | None = None,
+    retries: int | None = None,
 ) -> tuple[list[list[float]], LLMResult]:
     """Embed texts with the embedding model. Returns (one vector per text, usage), where usage
     is an LLMResult with empty text/message carrying prompt_tokens, cost, attempts, duration_ms."""
-    call = Call.prepare("embedding", model, task=task, timeout=None, retries=None, trace=trace, max_tokens=0)
+    call = Call.prepare("embedding", model, task=task, timeout=None, retries=retries, trace=trace, max_tokens=0)
     if not texts:
         return [], LLMResult(text="", data=None, tool_calls=[], message={}, model=call.model, attempts=0)
     response, attempts, started = call.send(

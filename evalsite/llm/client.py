@@ -27,7 +27,7 @@ MAX_BACKOFF_SECONDS = 30.0
 MAX_RETRY_AFTER_SECONDS = 30.0
 MODEL_SETTINGS = {"llm": "EVALSITE_LLM_MODEL", "judge": "EVALSITE_JUDGE_MODEL", "embedding": "EVALSITE_EMBEDDING_MODEL"}
 # Long answers get a longer timeout than EVALSITE_LLM_TIMEOUT unless EVALSITE_LLM_TIMEOUT_<TASK> says otherwise.
-TIMEOUT_FACTORS = {"extract": 3.0, "generate": 3.0, "rewrite": 3.0, "suggest": 2.0, "probe": 0.5}
+TIMEOUT_FACTORS = {"extract": 3.0, "generate": 3.0, "rewrite": 3.0, "suggest": 2.0, "probe": 0.25}
 SLOT_KEY = "evalsite:llm:slots:"
 # Take a slot if fewer than `limit` unexpired holders have one. One script, so two
 # workers can never both see the last free slot.
