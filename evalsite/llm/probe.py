@@ -8,8 +8,8 @@ process shows the same one.
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from django.core.cache import cache
