@@ -14,7 +14,6 @@ Nothing here writes to the database; services.py stores the result.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
@@ -39,7 +38,6 @@ PROMPT_CONFIG_CHARS = 40_000  # the numbered configuration is cut here to bound 
 RULE_CHARS = 1_500  # one rule longer than this is cut in the prompt
 SHOWN_QUESTIONS = 60  # questions already written that the model is told not to repeat
 SHOWN_UNDER_COVERED = 15
-# Ten cases with their attachments is a long answer: allow it this many times the usual call timeout.
 # A retry after a broken answer runs warmer, so it is not the same call again.
 RETRY_TEMPERATURE = 0.8
 
@@ -152,7 +150,7 @@ are in it. Give the document a title, a document_context of a few words saying w
   - formal: a formal document (kind: invoice, receipt, quote, purchase_order, statement, \
 payslip, resume, certificate or other) with parties, fields, line_items (columns and rows), \
 totals (the grand total last) and notes. Figures must add up.
-- Reply with JSON only: {"cases": [...]}, matching this JSON schema:
+- Reply with JSON only: {"cases": [...]}.
 """
 
 _TABLE_SCHEMA: dict[str, Any] = {
@@ -234,7 +232,9 @@ def build_messages(
     written: list[GeneratedCase],
     under_covered: list[Rule],
 ) -> list[dict[str, str]]:
-    system = SYSTEM_PROMPT + json.dumps(CASES_SCHEMA)
+    # The schema goes to the server as structured output; the gateway spells it out in the
+    # prompt only for a server that cannot take it (structured.with_schema_hint).
+    system = SYSTEM_PROMPT
     parts = [f"The agent: {agent.name}." + (f" {agent.description}" if agent.description else "")]
     parts.append("Its rules and knowledge, numbered:\n" + _numbered(rules))
     if not written:

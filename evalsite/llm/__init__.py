@@ -227,9 +227,10 @@ def _chat_json(call: Call, messages: Messages, temperature: float | None, schema
     for index, mode in enumerate(modes):
         last, confirmed = index == len(modes) - 1, mode == known
         params = structured.request_params(mode, schema, call.task)
+        sent = messages if mode in structured.SCHEMA_MODES else structured.with_schema_hint(messages, schema)
         try:
             # A way not yet known to work is tried once: a 500 for it means "not this way".
-            result = _chat(call, messages, temperature=temperature, retry_server_errors=confirmed or last, **params)
+            result = _chat(call, sent, temperature=temperature, retry_server_errors=confirmed or last, **params)
         except LLMError as error:
             refused = error.kind in ("bad_request", "server") and error.status in structured.FALLBACK_STATUSES
             if last or not refused or (confirmed and error.kind == "server"):

@@ -23,12 +23,18 @@ logger = logging.getLogger("evalsite.llm")
 # "schema" member. vllm: vLLM's guided_json. json_object: plain JSON mode. prompt: no
 # parameter, the schema is in the prompt and the answer is parsed and repaired.
 JSON_MODES = ("json_schema", "llama_cpp", "vllm", "json_object", "prompt")
+# The modes in which the server gets the schema itself; in the others the prompt carries it.
+SCHEMA_MODES = ("json_schema", "llama_cpp", "vllm")
+SCHEMA_HINT = "Reply with only JSON matching this JSON schema: {schema}"
 MEMO_KEY = "evalsite:llm:json-mode"
 MEMO_SECONDS = 24 * 3600
 # Statuses that mean "not this way of asking": a refused parameter, or a server that
 # crashed on it. 503 (overloaded) and 429 are not about the request's shape.
 FALLBACK_STATUSES = {400, 415, 422, 500, 501}
 _memo: dict[str, str] = {}
+# OpenAI's strict structured outputs refuse these keywords; we check them ourselves anyway.
+# llama.cpp's own form (llama_cpp) gets them, and its grammar enforces them.
+OPENAI_UNSUPPORTED = frozenset({"minLength", "maxLength"})
 
 
 def ladder(model: str) -> list[str]:
@@ -47,7 +53,8 @@ def ladder(model: str) -> list[str]:
 
 def request_params(mode: str, schema: dict[str, Any], name: str) -> dict[str, Any]:
     if mode == "json_schema":
-        spec = {"name": re.sub(r"[^a-zA-Z0-9_-]", "_", name)[:64] or "answer", "schema": schema}
+        sent = _without(schema, OPENAI_UNSUPPORTED)
+        spec = {"name": re.sub(r"[^a-zA-Z0-9_-]", "_", name)[:64] or "answer", "schema": sent}
         if is_strict(schema):
             spec["strict"] = True
         return {"response_format": {"type": "json_schema", "json_schema": spec}}
@@ -58,6 +65,28 @@ def request_params(mode: str, schema: dict[str, Any], name: str) -> dict[str, An
     if mode == "json_object":
         return {"response_format": {"type": "json_object"}}
     return {}
+
+
+def _without(schema: Any, keywords: frozenset[str]) -> Any:
+    if isinstance(schema, dict):
+        return {k: _without(v, keywords) for k, v in schema.items() if k not in keywords}
+    if isinstance(schema, list):
+        return [_without(item, keywords) for item in schema]
+    return schema
+
+
+def with_schema_hint(messages: list[dict[str, Any]], schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The messages with the schema spelled out in the system message, for a server that does
+    not take it as a parameter. Callers' prompts then need not repeat a long schema that
+    a schema-enforcing server gets anyway."""
+    text = json.dumps(schema)
+    if any(text in str(message.get("content") or "") for message in messages):
+        return messages
+    hint = SCHEMA_HINT.format(schema=text)
+    if messages and messages[0].get("role") == "system":
+        first = {**messages[0], "content": f"{messages[0].get('content') or ''}\n\n{hint}"}
+        return [first, *messages[1:]]
+    return [{"role": "system", "content": hint}, *messages]
 
 
 def is_strict(schema: Any) -> bool:

@@ -43,7 +43,10 @@ def test_a_strict_schema_is_sent_strict(fake_llm):
     llm.complete_json(HELLO, schema=VERDICT_SCHEMA, task="judge")
 
     spec = fake_llm.requests[0].body["response_format"]["json_schema"]
-    assert spec["strict"] is True and spec["schema"] == VERDICT_SCHEMA
+    assert spec["strict"] is True
+    # OpenAI's strict mode refuses maxLength; we check it ourselves after the answer.
+    assert spec["schema"]["properties"]["reasoning"] == {"type": "string"}
+    assert spec["schema"]["required"] == ["score", "reasoning"]
     assert not structured.is_strict({"type": "object", "properties": {"a": {"type": "string"}}})
 
 
@@ -220,3 +223,24 @@ def test_the_call_bound_counts_every_attempt_and_the_queue(settings):
 
     assert llm.timeout_for("judge") == 10 and llm.timeout_for("generate") == 30
     assert llm.call_bound("summary") == 2 * 20 + 1 + 100
+
+
+def test_the_prompt_spells_out_the_schema_only_for_a_server_that_cannot_take_it(fake_llm):
+    def no_json_mode(request: dict) -> dict:
+        if "response_format" in request:
+            return {"status": 400, "error": "response_format is not supported"}
+        return {"json": GOOD}
+
+    messages = [{"role": "system", "content": "You grade answers."}, *HELLO]
+    llm.complete_json(messages, schema=VERDICT_SCHEMA, task="judge")
+    fake_llm.reset()
+    llm.forget_model_state()
+    fake_llm.add_rule(task="judge", handler=no_json_mode)
+    llm.complete_json(messages, schema=VERDICT_SCHEMA, task="judge")
+
+    schema_text = '"required": ["score", "reasoning"]'
+    prompt_only = fake_llm.requests[-1]
+    assert "response_format" not in prompt_only.body
+    assert prompt_only.messages[0]["content"].startswith("You grade answers.\n\nReply with only JSON matching")
+    assert schema_text in prompt_only.messages[0]["content"]
+    assert messages[0]["content"] == "You grade answers."  # the caller's list is left alone
