@@ -120,6 +120,7 @@ def provider_reason(exc: Exception) -> str:
     if inner:
         text = inner.group(1)
     text = re.sub(r"\b(?:\w+\.)*[A-Z]\w*(?:Error|Exception)\b\s*[:\-]*\s*", "", text)
+    text = re.sub(r"^\s*Error code: \d+\s*-\s*", "", text)
     text = re.sub(r"\b(?:litellm|openai)\.\S*|Received Model Group=\S*|Available Model Group Fallbacks=\S*", "", text)
     text = re.sub(r"\s+", " ", text).strip(" .:-")
     if text.lower().startswith(("openai", "hosted_vllm", "ollama")):

@@ -69,6 +69,10 @@ class ModelTest:
         return PURPOSES[self.purpose]
 
     @property
+    def tested_just_now(self) -> bool:
+        return time.time() - self.tested_at < 60
+
+    @property
     def tested_at_display(self) -> datetime:
         return datetime.fromtimestamp(self.tested_at, tz=UTC)
 

@@ -44,10 +44,10 @@ def test_a_llama_cpp_server_shows_its_schema_dialect_ignored_tools_and_the_embed
 
     text = client_alice.post(URL, HTTP_HX_REQUEST="true").text
 
-    assert "Connection failed" in text
+    assert "Needs attention" in text  # agents answer; the embedding model does not
     assert "JSON: yes, JSON schema (llama.cpp json_object + schema)" in text
     assert "Tools: <strong>no</strong>" in text
-    assert "must be created with embedding=True" in text
+    assert "server error (500): Llama model must be created with embedding=True" in text
 
 
 def test_a_server_that_is_down_fails_the_test_with_the_reason(client_alice, fake_llm, settings):
