@@ -149,7 +149,7 @@ def _test_embedding(model: str) -> ModelTest:
 
 def model_test_context() -> list[dict[str, Any]]:
     """Per configured purpose: its model and last test, for the settings page."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for purpose, label in PURPOSES.items():
         model = model_for(purpose)
         if model is None:
