@@ -19,8 +19,9 @@ from evalsite.text import jaccard, key_points, point_covered, tokens
 # Verdict bands, from the top: a score at or above the bound gets the label.
 BANDS = ((9, "Comprehensive"), (7, "Correct"), (4, "Partially correct"), (0, "Incorrect"))
 DEFAULT_THRESHOLD = 7
-# The judge reads at most this much document text; the facts it needs sit in the expected answer.
-JUDGE_CONTEXT_CHARS = 8_000
+# The judge reads at most this much document text (about 1,000 tokens, so a judge with a small
+# context window still has room); the facts it needs sit in the expected answer.
+JUDGE_CONTEXT_CHARS = 4_000
 # ROUGE-L is quadratic in length: longer texts are compared on their first tokens.
 ROUGE_MAX_TOKENS = 1_500
 CONTEXT_FOUND_AT = 0.5
