@@ -43,7 +43,8 @@ Reply with JSON only: {"score": <whole number 0-10>,
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "score": {"type": "integer", "minimum": 0, "maximum": 10},
+        # An enum as well as the bounds: llama.cpp's grammar enforces enums but not minimum/maximum.
+        "score": {"type": "integer", "minimum": 0, "maximum": 10, "enum": list(range(11))},
         "reasoning": {"type": "string", "minLength": 1, "maxLength": 1000},
     },
     "required": ["score", "reasoning"],
