@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.runs.conftest import make_dataset  # noqa: F401  (a fixture, shared with the runs tests)
+
 MODEL_ALIAS = "smollm2"
 CONTEXT_TOKENS = 2048
 START_TIMEOUT = 180
