@@ -93,7 +93,27 @@ def _model_info() -> dict[str, Any]:
         "api_key_set": bool(settings.EVALSITE_LLM_API_KEY),
         "timeout": settings.EVALSITE_LLM_TIMEOUT,
         "retries": settings.EVALSITE_LLM_RETRIES,
+        "retry_timeouts": settings.EVALSITE_LLM_RETRY_TIMEOUTS,
+        "concurrency": settings.EVALSITE_LLM_CONCURRENCY,
     }
+
+
+def _model_tests() -> dict[str, Any]:
+    """The last connection test of each configured model, and the badge they add up to."""
+    from evalsite.llm.probe import model_test_context
+
+    rows = model_test_context()
+    tests = [row["test"] for row in rows if not row["same_as_agent"]]
+    agent_model = next((row["test"] for row in rows if row["purpose"] == "llm"), None)
+    if agent_model is not None and not agent_model.ok:
+        status = "failed"
+    elif any(test is not None and not test.ok for test in tests):
+        status = "partial"  # agents answer, but the judge or the embedding model does not
+    elif tests and all(test is not None for test in tests):
+        status = "ok"
+    else:
+        status = "untested"
+    return {"model_tests": rows, "model_status": status}
 
 
 def _settings_context(request: AuthedRequest, **overrides: Any) -> dict[str, Any]:
@@ -115,6 +135,7 @@ def _settings_context(request: AuthedRequest, **overrides: Any) -> dict[str, Any
         "new_team_form": TeamForm(prefix="new"),
         "new_token": None,
         "model": _model_info(),
+        **_model_tests(),
         **overrides,
     }
 
@@ -137,6 +158,22 @@ def settings_page(request: AuthedRequest) -> HttpResponse:
     if request.team is None:
         return _render_first_team(request, TeamForm(prefix="new"))
     return _render_settings(request)
+
+
+@login_required
+@require_POST
+def model_test(request: AuthedRequest) -> HttpResponse:
+    """Test connection: a few short calls to each configured model; the Model section shows what they found."""
+    from evalsite.llm.probe import model_test_all
+
+    if request.team is None:
+        return redirect("accounts:settings")
+    if not llm.is_configured("llm"):
+        return _render_settings(request, section="model_section")
+    model_test_all()
+    if not request.htmx:
+        return redirect(f"{reverse('accounts:settings')}#model")
+    return _render_settings(request, section="model_section")
 
 
 def _toast(response: HttpResponse, message: str, level: str = "success") -> HttpResponse:

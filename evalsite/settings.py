@@ -244,6 +244,54 @@ EVALSITE_LLM_API_KEY = env_secret("EVALSITE_LLM_API_KEY")
 EVALSITE_LLM_TIMEOUT = env_float("EVALSITE_LLM_TIMEOUT", 60.0)
 EVALSITE_LLM_RETRIES = env_int("EVALSITE_LLM_RETRIES", 3)
 EVALSITE_LLM_BACKOFF = env_float("EVALSITE_LLM_BACKOFF", 1.0)
+# A timed-out call is not retried by default: the server may still be generating the
+# abandoned answer (llama.cpp does), and a retry repeats the expensive part.
+EVALSITE_LLM_RETRY_TIMEOUTS = env_bool("EVALSITE_LLM_RETRY_TIMEOUTS", False)
+# Longest answer per purpose, in tokens (max_tokens). A judge verdict needs a few hundred;
+# an answer cut at the limit is reported as such. EVALSITE_LLM_MAX_TOKENS_<TASK> overrides one.
+_MAX_TOKENS_DEFAULTS = {
+    "agent": 1024,
+    "judge": 400,
+    "extract": 4000,
+    "generate": 3000,
+    "paraphrase": 600,
+    "suggest": 1500,
+    "rewrite": 4000,
+    "summary": 500,
+    "simulator": 300,
+    "probe": 48,
+}
+EVALSITE_LLM_MAX_TOKENS = {
+    task: env_int(f"EVALSITE_LLM_MAX_TOKENS_{task.upper()}", default) for task, default in _MAX_TOKENS_DEFAULTS.items()
+}
+# Timeout of one attempt per purpose, overriding EVALSITE_LLM_TIMEOUT (the gateway gives
+# extraction, generation and rewrites 3x the default, suggestions 2x): EVALSITE_LLM_TIMEOUT_<TASK>.
+EVALSITE_LLM_TIMEOUTS = {
+    task: seconds
+    for task in (
+        "agent",
+        "judge",
+        "extract",
+        "generate",
+        "paraphrase",
+        "suggest",
+        "rewrite",
+        "summary",
+        "simulator",
+        "probe",
+    )
+    if (seconds := env_float(f"EVALSITE_LLM_TIMEOUT_{task.upper()}", 0.0)) > 0
+}
+# Calls in flight per model, shared by every worker through Redis (0 = no limit). A local
+# server that answers one request at a time wants 1; callers then queue for the model
+# instead of piling up abandoned generations on it.
+EVALSITE_LLM_CONCURRENCY = env_int("EVALSITE_LLM_CONCURRENCY", 0)
+# How long a call waits for a free slot of its model before it fails as "busy".
+EVALSITE_LLM_QUEUE_TIMEOUT = env_float("EVALSITE_LLM_QUEUE_TIMEOUT", 300.0)
+# How JSON answers are asked for: auto (per provider: json_schema, then llama.cpp's
+# json_object + schema, then json_object, then the prompt alone), or one of json_schema |
+# llama_cpp | vllm | json_object | prompt to pin it. What works is remembered per model.
+EVALSITE_LLM_JSON_MODE = env_str("EVALSITE_LLM_JSON_MODE", "auto")
 
 # Runs.
 EVALSITE_RUN_CONCURRENCY = env_int("EVALSITE_RUN_CONCURRENCY", 3)

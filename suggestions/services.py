@@ -51,7 +51,15 @@ SUGGESTIONS_SCHEMA = {
         }
     },
 }
-REWRITE_SCHEMA = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}
+REWRITE_SCHEMA = {
+    "type": "object",
+    "required": ["text"],
+    "properties": {"text": {"type": "string", "minLength": 1}},
+    "additionalProperties": False,
+}
+# A rewrite keeping less than this share of a field's text removed most of it: refused, not reviewed.
+REWRITE_MIN_KEPT = 0.5
+REWRITE_GUARD_FROM_CHARS = 80
 
 
 @dataclass
@@ -365,18 +373,33 @@ def _rewrite_field(run: Run, field: str, current: str, group: list[Suggestion]) 
         additions = [s.proposed_text.strip() or s.description.strip() for s in group]
         return "\n\n".join(part for part in [current.strip(), *additions] if part)
     changes = "\n\n".join(f"- {s.title}: {s.description}\n  Text to add: {s.proposed_text}" for s in group)
+    system = (
+        f"You edit the {field} section of an AI agent's configuration. Rewrite it so that it takes in "
+        "the requested changes. Keep everything that is still right, keep its style, do not add "
+        'unrelated content. Answer with a JSON object whose only key "text" holds the whole rewritten section.'
+    )
     messages = [
-        {
-            "role": "system",
-            "content": (
-                f"You edit the {field} section of an AI agent's configuration. Rewrite it so that it takes in "
-                "the requested changes. Keep everything that is still right, keep its style, do not add "
-                'unrelated content. Answer JSON: {"text": "the complete new section"}'
-            ),
-        },
+        {"role": "system", "content": system},
         {"role": "user", "content": f"Current {field}:\n{current}\n\nChanges to make:\n{changes}"},
     ]
-    return llm.complete_json(messages, schema=REWRITE_SCHEMA, task="rewrite", trace={"run": run.pk}).data["text"]
+    text = llm.complete_json(messages, schema=REWRITE_SCHEMA, task="rewrite", trace={"run": run.pk}).data["text"]
+    _rewrite_check(field, current, text, system)
+    return text
+
+
+def _rewrite_check(field: str, current: str, text: str, instructions: str) -> None:
+    """Refuse a rewrite that would lose the field instead of editing it, before anyone reviews it."""
+    new, old = text.strip(), current.strip()
+    if len(new) < 40 and new.lower().strip(' ."') in instructions.lower():
+        raise ValidationError(
+            f"The model returned its instructions' own wording instead of a rewritten {field} (“{new}”). "
+            "Nothing was changed: try again, or edit the text yourself."
+        )
+    if len(old) >= REWRITE_GUARD_FROM_CHARS and len(new) < len(old) * REWRITE_MIN_KEPT:
+        raise ValidationError(
+            f"The model's rewrite of the {field} would remove most of it ({len(new):,} of {len(old):,} characters "
+            "left). Nothing was changed: try again, or edit the text yourself."
+        )
 
 
 def suggestion_apply(

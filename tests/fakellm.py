@@ -11,6 +11,28 @@ counters (requests seen, peak concurrency per run).
     fake.stop()
 
 Standalone: python tests/fakellm.py --port 8765 --latency 0.2
+
+Where it follows a real server (llama-cpp-python's `llama_cpp.server` with SmolLM2, as
+measured by tests/realmodel/), by default or with `set_server("llama.cpp")`:
+
+- max_tokens is honoured: an answer longer than it is cut there, with finish_reason
+  "length" and completion_tokens == max_tokens (both servers do this);
+  `runaway=True` scripts a model that opens JSON and never closes it, as SmolLM2 does.
+- Errors have OpenAI's body {"error": {"message", "type", "param", "code"}}; a prompt over
+  set_context_window() gets OpenAI's 400 context_length_exceeded (llama.cpp's too).
+- llama.cpp only: response_format json_schema is a 500 whose message holds a Python
+  path; json_object with a "schema" member is accepted (and enforced by the real one);
+  embeddings are a 500 "Llama model must be created with embedding=True"; it serves one
+  request at a time (the others queue on the server) and keeps generating an answer
+  after its client has gone, holding the server that long.
+- Tools are accepted by both; the fake calls one only when a rule says so, and
+  llama.cpp's small model ignores them: without a rule the fake ignores them too.
+
+Differences that remain: tokens are counted as 4 characters each (llama.cpp counts the
+model's tokens, chat template included, so its prompt_tokens are larger); answers are
+scripted, never generated; the OpenAI profile accepts every response_format, where
+OpenAI itself refuses a non-strict schema marked strict; latency is what set_latency()
+says, not a function of the answer's length.
 """
 
 from __future__ import annotations
@@ -38,6 +60,14 @@ HANG_LIMIT_SECONDS = 120.0
 EMBEDDING_DIMENSIONS = 16
 JUDGE_DEFAULT = {"score": 8, "verdict": "Correct", "reasoning": "The answer matches the expected answer."}
 TRACE_PREFIX = "x-evalsite-"
+# llama-cpp-python's own words for what it cannot do (its 500 bodies).
+LLAMA_NO_EMBEDDINGS = "Llama model must be created with embedding=True to call this method"
+LLAMA_JSON_SCHEMA_ERROR = (
+    "1 validation error for CreateChatCompletionRequest: response_format.type Input should be 'text' or "
+    "'json_object' (/usr/lib/python3/site-packages/llama_cpp/server/types.py)"
+)
+# A runaway answer with no max_tokens stops where the model's context would be full.
+RUNAWAY_TOKENS = 2048
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -59,6 +89,7 @@ class Rule:
     delay: float = 0.0
     hang: bool = False
     broken_json: bool = False
+    runaway: bool = False
     times: int | None = None
     handler: Handler | None = None
     fired: int = 0
@@ -93,6 +124,7 @@ class RecordedRequest:
     # Ordering numbers from one counter, so concurrency is computed without clock ties.
     seq_in: int = 0
     seq_out: int | None = None
+    seq_start: int | None = None  # when the server began on it (llama.cpp queues requests first)
 
     @property
     def text(self) -> str:
@@ -118,6 +150,8 @@ class FakeLLM:
         self._rules: list[Rule] = []
         self._requests: list[RecordedRequest] = []
         self._context_window: int | None = None
+        self._kind = "openai"
+        self._serial = threading.Lock()  # llama.cpp: one request generates at a time
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -144,13 +178,14 @@ class FakeLLM:
             self._server = None
 
     def reset(self) -> None:
-        """Forget rules, requests, set_latency() and the context window; release requests still hanging."""
+        """Forget rules, requests, latency, server kind and context window; release requests still hanging."""
         with self._lock:
             self._generation += 1
             self._rules = []
             self._requests = []
             self._latency = self._base_latency
             self._context_window = None
+            self._kind = "openai"
 
     # ---- scripting -------------------------------------------------------
 
@@ -170,6 +205,7 @@ class FakeLLM:
         delay: float = 0.0,
         hang: bool = False,
         broken_json: bool = False,
+        runaway: bool = False,
         times: int | None = None,
         handler: Handler | None = None,
     ) -> Rule:
@@ -181,7 +217,8 @@ class FakeLLM:
         text; `code` its error code, e.g. "context_length_exceeded"). headers: extra
         response headers (Retry-After). delay: seconds before answering. hang: never
         answer until the client disconnects, reset()/stop() or HANG_LIMIT_SECONDS.
-        broken_json: answer truncated JSON. times: fire at most N times, then skip.
+        broken_json: answer truncated JSON. runaway: open a JSON object and never close it,
+        until max_tokens cuts it (finish_reason "length"). times: fire at most N times, then skip.
         handler(request) -> dict of the same keys, computed per call.
         """
         rule = Rule(
@@ -198,6 +235,7 @@ class FakeLLM:
             delay=delay,
             hang=hang,
             broken_json=broken_json,
+            runaway=runaway,
             times=times,
             handler=handler,
         )
@@ -208,6 +246,11 @@ class FakeLLM:
     def set_latency(self, seconds: float) -> None:
         """Delay every answer by this many seconds (on top of a rule's delay)."""
         self._latency = seconds
+
+    def set_server(self, kind: str) -> None:
+        """ "openai" (the default) or "llama.cpp": see the module docstring for what changes."""
+        assert kind in ("openai", "llama.cpp"), kind
+        self._kind = kind
 
     def set_context_window(self, chars: int | None) -> None:
         """Refuse chat requests whose message text is longer than `chars` with OpenAI's 400."""
@@ -287,14 +330,14 @@ class FakeLLM:
                     return rule
         return None
 
-    def _wait(self, seconds: float, generation: int, connection: socket.socket) -> int | None:
+    def _wait(self, seconds: float, generation: int, connection: socket.socket | None) -> int | None:
         """Sleep up to `seconds`. None when the time passed; 499 when the client went
         away; 503 when reset()/stop() released the request."""
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
             if self._stopping.is_set() or generation != self._generation:
                 return 503
-            if _client_gone(connection):
+            if connection is not None and _client_gone(connection):
                 return 499  # nginx's "client closed request"
             time.sleep(min(0.02, left))
         return None
@@ -304,10 +347,34 @@ class FakeLLM:
     ) -> _Reply | None:
         """Build the reply for one request; None when nobody is listening any more."""
         record, generation = self._begin(path, headers, body)
+        serial = self._kind == "llama.cpp"
+        if serial and not self._serial.acquire(timeout=HANG_LIMIT_SECONDS):
+            reply = _Reply(503, _error_body(503, "The fake LLM's single slot never came free."))
+            self._finish(record, reply.status, reply.body)
+            return reply
+        with self._lock:
+            self._seq += 1
+            record.seq_start = self._seq
+        try:
+            return self._respond(path, body, record, generation, connection, watch_client=not serial)
+        finally:
+            if serial:
+                self._serial.release()
+
+    def _respond(
+        self,
+        path: str,
+        body: dict[str, Any],
+        record: RecordedRequest,
+        generation: int,
+        connection: socket.socket,
+        watch_client: bool,
+    ) -> _Reply | None:
         rule = self._pick_rule(record.task, record.text)
         spec = _rule_spec(rule, record) if rule else {}
         wait = HANG_LIMIT_SECONDS if spec.get("hang") else self._latency + float(spec.get("delay", 0.0))
-        interrupted = self._wait(wait, generation, connection) if wait else None
+        # llama.cpp goes on generating after its client gave up: it never looks.
+        interrupted = self._wait(wait, generation, connection if watch_client else None) if wait else None
         if interrupted == 499:
             self._finish(record, 499)
             return None
@@ -324,10 +391,15 @@ class FakeLLM:
             return _Reply(
                 spec["status"], _error_body(spec["status"], spec.get("error"), spec.get("code")), extra_headers
             )
+        llama = self._kind == "llama.cpp"
         if path.endswith("/embeddings"):
+            if llama:
+                return _Reply(500, _error_body(500, LLAMA_NO_EMBEDDINGS))
             return _Reply(200, _embedding_body(body), extra_headers)
         if self._context_window is not None and len(record.text) > self._context_window:
             return _Reply(400, _context_error_body(self._context_window, record.text), extra_headers)
+        if llama and (body.get("response_format") or {}).get("type") == "json_schema":
+            return _Reply(500, _error_body(500, LLAMA_JSON_SCHEMA_ERROR))
         return _Reply(200, _chat_body(body, record, spec), extra_headers)
 
 
@@ -346,6 +418,7 @@ def _rule_spec(rule: Rule, record: RecordedRequest) -> dict[str, Any]:
         "delay": rule.delay,
         "hang": rule.hang,
         "broken_json": rule.broken_json,
+        "runaway": rule.runaway,
     }
     if rule.handler is not None:
         request = {"task": record.task, "trace": record.trace, "headers": record.headers, **record.body}
@@ -355,6 +428,13 @@ def _rule_spec(rule: Rule, record: RecordedRequest) -> dict[str, Any]:
 
 def _chat_body(body: dict[str, Any], record: RecordedRequest, spec: dict[str, Any]) -> dict[str, Any]:
     content, tool_calls = _answer(body, record, spec)
+    finish = "tool_calls" if tool_calls else "stop"
+    limit = body.get("max_tokens") or body.get("max_completion_tokens")
+    if spec.get("runaway"):
+        limit = limit or RUNAWAY_TOKENS
+        content = '{"reasoning": "' + "and so " * (4 * limit)
+    if content and isinstance(limit, int) and limit > 0 and _tokens(content) > limit:
+        content, finish = content[: limit * 4], "length"  # cut where the model was stopped
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls:
         message["tool_calls"] = tool_calls
@@ -366,7 +446,7 @@ def _chat_body(body: dict[str, Any], record: RecordedRequest, spec: dict[str, An
         "created": int(time.time()),
         "model": record.model,
         "choices": [
-            {"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"},
+            {"index": 0, "message": message, "finish_reason": finish},
         ],
         "usage": {
             "prompt_tokens": prompt_tokens,
@@ -390,7 +470,7 @@ def _answer(
         return spec["reply"], []
     if record.task == "judge":
         return json.dumps(JUDGE_DEFAULT), []
-    if (body.get("response_format") or {}).get("type") in ("json_object", "json_schema"):
+    if (body.get("response_format") or {}).get("type") in ("json_object", "json_schema") or "extra_body" in body:
         return "{}", []
     return f"Fake answer to: {_last_user_text(record.messages)[:200]}", []
 
@@ -580,6 +660,11 @@ def point_settings_at(settings: Any, fake: FakeLLM) -> None:
     settings.EVALSITE_LLM_API_KEY = "test-key"
     settings.EVALSITE_LLM_BACKOFF = 0.01
     settings.EVALSITE_LLM_TIMEOUT = 5.0
+    settings.EVALSITE_LLM_TIMEOUTS = {}
+    # What the gateway learnt about the previous test's server (JSON modes, busy slots).
+    from evalsite import llm
+
+    llm.forget_model_state()
 
 
 def main() -> None:

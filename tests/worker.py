@@ -43,6 +43,9 @@ def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
         "EVALSITE_LLM_TIMEOUT",
         "EVALSITE_LLM_RETRIES",
         "EVALSITE_LLM_BACKOFF",
+        "EVALSITE_LLM_CONCURRENCY",
+        "EVALSITE_LLM_QUEUE_TIMEOUT",
+        "EVALSITE_LLM_JSON_MODE",
         "EVALSITE_RUN_CONCURRENCY",
         "EVALSITE_STALE_CLAIM_SECONDS",
         "MEDIA_ROOT",
@@ -50,6 +53,8 @@ def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
         value = getattr(settings, name, None)
         if value is not None and value != "":
             env[name] = str(value)
+    if settings.EVALSITE_LLM_RETRY_TIMEOUTS:
+        env["EVALSITE_LLM_RETRY_TIMEOUTS"] = "true"
     env.update(extra or {})
     return env
 

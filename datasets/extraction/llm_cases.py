@@ -22,6 +22,8 @@ from evalsite import llm
 
 MIN_CHUNK_CHARS = 1_500
 MAX_FIELD_CHARS = 5_000
+# A second try after a broken answer runs warmer, so it is not the same call again.
+RETRY_TEMPERATURE = 0.5
 
 CASES_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -100,14 +102,22 @@ def extract_with_model(
     return LLMExtraction(cases=kept, more_than_limit=False)
 
 
-def _read_chunk(chunk: Chunk, trace: dict[str, str | int]) -> list[dict[str, Any]]:
-    """The cases the model finds in one chunk; a chunk too long for the model is halved and retried."""
+def _read_chunk(chunk: Chunk, trace: dict[str, str | int], *, retried: bool = False) -> list[dict[str, Any]]:
+    """The cases the model finds in one chunk. A chunk too long for the model is halved and
+    retried; an answer cut at max_tokens or still broken after its repair is asked again once,
+    differently (the chunk halved, or the same chunk at another temperature), never identically."""
     messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": chunk.text}]
+    temperature = RETRY_TEMPERATURE if retried else 0
     try:
-        result = llm.complete_json(messages, schema=CASES_SCHEMA, task="extract", temperature=0, trace=trace)
+        result = llm.complete_json(messages, schema=CASES_SCHEMA, task="extract", temperature=temperature, trace=trace)
     except llm.LLMError as error:
-        if error.kind == "context_window" and len(chunk.text) >= 2 * MIN_CHUNK_CHARS:
-            return [case for half in _halves(chunk) for case in _read_chunk(half, trace)]
+        splittable = len(chunk.text) >= 2 * MIN_CHUNK_CHARS
+        if error.kind == "context_window" and splittable:
+            return [case for half in _halves(chunk) for case in _read_chunk(half, trace, retried=retried)]
+        if error.kind in ("truncated", "invalid_json") and not retried:
+            if splittable:
+                return [case for half in _halves(chunk) for case in _read_chunk(half, trace, retried=True)]
+            return _read_chunk(chunk, trace, retried=True)
         raise ExtractionFailed(_model_failure(error)) from error
     assert result.data is not None  # complete_json returns only an answer that matched the object schema
     return list(result.data["cases"])
@@ -141,6 +151,8 @@ def _case(item: dict[str, Any], chunk: Chunk, squashed: dict[int, str]) -> dict[
 
 
 def _model_failure(error: llm.LLMError) -> str:
+    if error.kind == "truncated":
+        return f"{error.message} Try again with fewer pages, or raise EVALSITE_LLM_MAX_TOKENS_EXTRACT."
     if error.kind == "invalid_json":
         return (
             "The model's answer could not be read as test cases, even after asking it to correct itself. "

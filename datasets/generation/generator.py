@@ -14,14 +14,11 @@ Nothing here writes to the database; services.py stores the result.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
-
-from django.conf import settings
 
 from agents.models import Agent, AgentVersion
 from datasets.generation.writers import (
@@ -41,8 +38,8 @@ PROMPT_CONFIG_CHARS = 40_000  # the numbered configuration is cut here to bound 
 RULE_CHARS = 1_500  # one rule longer than this is cut in the prompt
 SHOWN_QUESTIONS = 60  # questions already written that the model is told not to repeat
 SHOWN_UNDER_COVERED = 15
-# Ten cases with their attachments is a long answer: allow it this many times the usual call timeout.
-TIMEOUT_FACTOR = 3
+# A retry after a broken answer runs warmer, so it is not the same call again.
+RETRY_TEMPERATURE = 0.8
 
 MAX_QUESTION_CHARS = 4_000
 MAX_ANSWER_CHARS = 8_000
@@ -153,7 +150,7 @@ are in it. Give the document a title, a document_context of a few words saying w
   - formal: a formal document (kind: invoice, receipt, quote, purchase_order, statement, \
 payslip, resume, certificate or other) with parties, fields, line_items (columns and rows), \
 totals (the grand total last) and notes. Figures must add up.
-- Reply with JSON only: {"cases": [...]}, matching this JSON schema:
+- Reply with JSON only: {"cases": [...]}.
 """
 
 _TABLE_SCHEMA: dict[str, Any] = {
@@ -235,7 +232,9 @@ def build_messages(
     written: list[GeneratedCase],
     under_covered: list[Rule],
 ) -> list[dict[str, str]]:
-    system = SYSTEM_PROMPT + json.dumps(CASES_SCHEMA)
+    # The schema goes to the server as structured output; the gateway spells it out in the
+    # prompt only for a server that cannot take it (structured.with_schema_hint).
+    system = SYSTEM_PROMPT
     parts = [f"The agent: {agent.name}." + (f" {agent.description}" if agent.description else "")]
     parts.append("Its rules and knowledge, numbered:\n" + _numbered(rules))
     if not written:
@@ -288,8 +287,9 @@ def generate_cases(
         )
     result = Generation(agent_version=version.number if version else None)
     max_requests = math.ceil(count / BATCH_SIZE) + EXTRA_ROUNDS
+    batch, temperature, retried = BATCH_SIZE, None, False
     while len(result.cases) < count and result.requests < max_requests:
-        asked = min(BATCH_SIZE, count - len(result.cases))
+        asked = min(batch, count - len(result.cases))
         messages = build_messages(
             agent=agent,
             rules=rules,
@@ -298,13 +298,19 @@ def generate_cases(
             written=result.cases,
             under_covered=_under_covered(rules, result.cases, count),
         )
-        answer = llm.complete_json(
-            messages,
-            schema=CASES_SCHEMA,
-            task="generate",
-            trace=trace,
-            timeout=settings.EVALSITE_LLM_TIMEOUT * TIMEOUT_FACTOR,
-        )
+        try:
+            answer = llm.complete_json(
+                messages, schema=CASES_SCHEMA, task="generate", trace=trace, temperature=temperature
+            )
+        except llm.LLMError as error:
+            # An answer cut at max_tokens or still broken after its repair: asking the same
+            # again would fail the same way. Once, ask for half as many cases at another temperature.
+            if error.kind not in ("truncated", "invalid_json") or retried:
+                raise
+            result.requests += 1
+            _add_usage(result, error.result)
+            batch, temperature, retried = max(1, asked // 2), RETRY_TEMPERATURE, True
+            continue
         result.requests += 1
         result.prompt_tokens += answer.prompt_tokens
         result.completion_tokens += answer.completion_tokens
@@ -315,6 +321,13 @@ def generate_cases(
     if len(result.cases) < count:
         raise GenerationError(_shortfall_reason(result, count))
     return result
+
+
+def _add_usage(result: Generation, spent: llm.LLMResult | None) -> None:
+    if spent is not None:
+        result.prompt_tokens += spent.prompt_tokens
+        result.completion_tokens += spent.completion_tokens
+        result.cost += spent.cost
 
 
 def _usable_cases(raw_cases: list[Any], rules: list[Rule], result: Generation) -> list[GeneratedCase]:

@@ -131,6 +131,8 @@ def _run_summarize(run: Run) -> None:
             note = f"No summary: {error.message}"
         else:
             summary = result.text.strip()
+            if summary and result.truncated:  # cut at EVALSITE_LLM_MAX_TOKENS_SUMMARY: say so
+                summary += " …"
             tokens, cost = result.prompt_tokens + result.completion_tokens, result.cost
             note = "" if summary else "No summary: the model returned an empty answer."
     Run.objects.filter(pk=run.pk, summary_note=SUMMARY_PENDING_NOTE).update(

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from evalsite import llm
 from runs.models import Result, Run
 from runs.services.dispatch import enqueue_cases, enqueue_finish, fill_window
 
@@ -20,6 +21,7 @@ logger = logging.getLogger(__name__)
 # Settled runs are reconciled (lost finishing step, orphaned claims) for this long after they end.
 RECONCILE_SETTLED_FOR = timedelta(days=1)
 SUMMARY_PENDING_NOTE = Run.SUMMARY_PENDING_NOTE
+SUMMARY_LOST_NOTE = "No summary: the worker writing it stopped. The figures above are complete."
 
 
 def run_reap() -> int:
@@ -71,8 +73,21 @@ def _reap_settled(now: Any, claim_cutoff: Any) -> None:
                 status=Result.Status.SKIPPED, error="Not finished: its worker was lost after the run ended."
             ):
                 enqueue_finish(run_id)
-    # A summary still unwritten (or "being written") long after the end: its task was lost.
-    lost = settled.filter(summary="", summary_note__in=("", SUMMARY_PENDING_NOTE), finished_at__lt=claim_cutoff)
-    for run_id in lost.values_list("id", flat=True):
-        Run.objects.filter(pk=run_id, summary_note=SUMMARY_PENDING_NOTE).update(summary_note="")
+    # A finishing step that never claimed the summary long after the end: its task was lost.
+    for run_id in settled.filter(summary="", summary_note="", finished_at__lt=claim_cutoff).values_list(
+        "id", flat=True
+    ):
         enqueue_finish(run_id)
+    # A summary claimed but unwritten past every bound of its call: its worker died during it.
+    # One summary per run, ever: it is not asked again (a second finish would also queue a
+    # second suggestion job), the run says so instead. The window follows the call bounds, so
+    # a slow local model still writing its summary is never taken for a lost one.
+    settled.filter(summary="", summary_note=SUMMARY_PENDING_NOTE, finished_at__lt=now - _summary_window()).update(
+        summary_note=SUMMARY_LOST_NOTE
+    )
+
+
+def _summary_window() -> timedelta:
+    # The run's last cases (agent and judge calls) may finish after finished_at (Stop), then the summary call.
+    bound = llm.call_bound("agent") + llm.call_bound("judge") + llm.call_bound("summary")
+    return timedelta(seconds=bound + settings.EVALSITE_STALE_CLAIM_SECONDS)

@@ -30,7 +30,13 @@ def test_without_a_model_it_explains_how_to_configure_one(client_alice, no_llm):
     text = client_alice.get(URL).text
 
     assert "No model configured" in text
-    for example in ("openai/", "anthropic/", "gemini/", "ollama/", "EVALSITE_LLM_API_BASE=http://localhost:8000/v1"):
+    for example in (
+        "openai/",
+        "anthropic/",
+        "gemini/",
+        "ollama_chat/",
+        "EVALSITE_LLM_API_BASE=http://localhost:8080/v1",
+    ):
         assert example in text
 
 

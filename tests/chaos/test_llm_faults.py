@@ -35,6 +35,7 @@ def test_a_run_against_a_flaky_provider_completes_with_readable_errors(
     settings.EVALSITE_LLM_TIMEOUT = 2
     settings.EVALSITE_LLM_RETRIES = 2
     settings.EVALSITE_LLM_BACKOFF = 0.1
+    settings.EVALSITE_LLM_RETRY_TIMEOUTS = True  # off by default; this run proves the retried path
     # Cases whose calls fail every time (first matching rule wins, so these come first).
     fake_llm.add_rule(task="agent", contains="ALWAYS-500", status=500)
     fake_llm.add_rule(task="judge", contains="ALWAYS-429", status=429, headers={"Retry-After": "0"})
@@ -63,7 +64,7 @@ def test_a_run_against_a_flaky_provider_completes_with_readable_errors(
     assert fake_llm.count(task="agent", case=hang_once.pk) >= 2  # cut at our timeout, then retried
 
     assert results[2].status == Result.Status.ERROR
-    assert results[2].error == "The model provider failed with a server error (500) after 3 attempts."
+    assert results[2].error == "The model provider failed with a server error (500) after 3 attempts: Fake error 500."
     assert fake_llm.count(task="agent", case=results[2].pk) == 3
     assert fake_llm.count(task="judge", case=results[2].pk) == 0
 

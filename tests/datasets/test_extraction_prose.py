@@ -121,7 +121,9 @@ def test_a_model_that_returns_broken_json_twice_fails_the_dataset_with_no_cases(
     assert dataset.status == "failed"
     assert "could not be read as test cases" in dataset.failure_reason
     assert dataset.cases.count() == 0
-    assert fake_llm.count(task="extract") == 2  # the answer and the one repair round
+    # The answer and its repair round, then once more at another temperature (never the identical call).
+    assert fake_llm.count(task="extract") == 4
+    assert [r.body.get("temperature") for r in fake_llm.requests] == [0, 0, 0.5, 0.5]
 
 
 def test_one_broken_chunk_fails_everything_so_no_partial_set_is_saved(agent, fake_llm, settings):

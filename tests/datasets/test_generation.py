@@ -351,7 +351,9 @@ def test_broken_json_twice_fails_the_dataset_with_a_reason_and_leaves_nothing(fa
     assert dataset.status == Dataset.Status.FAILED
     assert dataset.failure_reason.startswith("The model could not write the test cases.")
     assert "not valid JSON" in dataset.failure_reason
-    assert fake_llm.count(task="generate") == 3  # first batch, then the broken answer and its repair
+    # First batch; the broken answer and its repair; then once more, changed: half the cases, warmer.
+    assert fake_llm.count(task="generate") == 5
+    assert [r.body.get("temperature") for r in fake_llm.requests] == [None, None, None, 0.8, 0.8]
     assert not TestCase.objects.filter(dataset=dataset).exists()
     assert not Document.objects.exists()
     assert files_in(media_root) == []

@@ -192,6 +192,74 @@ def test_sequential_requests_never_overlap(fake_llm_server):
     assert fake_llm_server.peak_concurrency() == 1
 
 
+def test_it_cuts_an_answer_at_max_tokens_with_finish_reason_length(fake_llm_server):
+    fake_llm_server.reset()
+    fake_llm_server.add_rule(reply="word " * 100)
+
+    _, body, _ = _chat(fake_llm_server, "Hi", max_tokens=5)
+
+    assert body["choices"][0]["finish_reason"] == "length"
+    assert _content(body) == "word " * 4
+    assert body["usage"]["completion_tokens"] == 5
+
+
+def test_a_runaway_json_answer_fills_max_tokens(fake_llm_server):
+    fake_llm_server.reset()
+    fake_llm_server.add_rule(runaway=True)
+
+    _, body, _ = _chat(fake_llm_server, "Grade", task="judge", max_tokens=40)
+
+    assert _content(body).startswith('{"reasoning": "and so')
+    assert body["choices"][0]["finish_reason"] == "length"
+    assert body["usage"]["completion_tokens"] == 40
+
+
+def test_as_llama_cpp_it_refuses_json_schema_and_embeddings_with_500(fake_llm_server):
+    fake_llm_server.reset()
+    fake_llm_server.set_server("llama.cpp")
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+
+    refused, error, _ = _chat(
+        fake_llm_server, "Hi", response_format={"type": "json_schema", "json_schema": {"name": "a", "schema": schema}}
+    )
+    accepted, _, _ = _chat(fake_llm_server, "Hi", response_format={"type": "json_object", "schema": schema})
+    no_embeddings, reason, _ = _post(fake_llm_server, "/v1/embeddings", {"model": "m", "input": ["x"]})
+
+    assert (refused, accepted, no_embeddings) == (500, 200, 500)
+    assert "llama_cpp/server" in error["error"]["message"]
+    assert reason["error"]["message"] == "Llama model must be created with embedding=True to call this method"
+
+
+def test_as_llama_cpp_it_serves_one_request_at_a_time(fake_llm_server):
+    fake_llm_server.reset()
+    fake_llm_server.set_server("llama.cpp")
+    fake_llm_server.set_latency(0.2)
+    clients = [threading.Thread(target=_chat, args=(fake_llm_server, "Hi")) for _ in range(3)]
+
+    for client in clients:
+        client.start()
+    for client in clients:
+        client.join()
+
+    served = sorted(fake_llm_server.requests, key=lambda r: r.seq_start)
+    assert all(later.seq_start > earlier.seq_out for earlier, later in zip(served, served[1:], strict=False))
+    assert fake_llm_server.peak_concurrency() == 3  # queued on the server counts as in flight
+
+
+def test_as_llama_cpp_it_goes_on_generating_after_the_client_gave_up(fake_llm_server):
+    fake_llm_server.reset()
+    fake_llm_server.set_server("llama.cpp")
+    fake_llm_server.add_rule(delay=0.6)
+    body = {"model": "fake-agent", "messages": [{"role": "user", "content": "Hi"}]}
+
+    with pytest.raises(TimeoutError):
+        _post(fake_llm_server, "/v1/chat/completions", body, timeout=0.2)
+
+    assert fake_llm_server.in_flight == 1  # still busy with the abandoned answer
+    _wait_until(lambda: fake_llm_server.in_flight == 0)
+    assert fake_llm_server.requests[0].status == 200
+
+
 def test_it_runs_standalone():
     command = [sys.executable, "tests/fakellm.py", "--port", "0", "--latency", "0.01"]
     with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True) as server:

@@ -108,7 +108,10 @@ def test_it_returns_validated_json(fake_llm):
     assert result.data == GOOD_VERDICT
     assert result.model == "openai/fake-judge"
     assert result.attempts == 1
-    assert fake_llm.requests[0].body["response_format"] == {"type": "json_object"}
+    assert result.json_mode == "json_schema"
+    sent = fake_llm.requests[0].body["response_format"]
+    assert sent["type"] == "json_schema" and sent["json_schema"]["name"] == "judge"
+    assert sent["json_schema"]["schema"]["properties"]["score"] == VERDICT_SCHEMA["properties"]["score"]
 
 
 def test_the_fake_judge_answers_by_default(fake_llm):
@@ -153,7 +156,8 @@ def test_it_gives_up_after_one_repair(fake_llm):
     error = caught.value
     assert error.kind == "invalid_json"
     assert error.message == (
-        "The model's answer was not valid JSON after one repair attempt: the answer is not valid JSON."
+        "The model's answer was not valid JSON after one repair attempt: the answer is not valid JSON. "
+        'Its answer began: “{"score": 8, "verdict": "Correct", "reasoning”.'
     )
     assert error.attempts == 2 and not error.retryable
     assert error.result.prompt_tokens > 0
@@ -169,9 +173,13 @@ def test_it_asks_again_without_response_format_when_the_server_rejects_it(fake_l
     fake_llm.add_rule(task="judge", handler=no_json_mode)
 
     result = llm.complete_json(HELLO, schema=VERDICT_SCHEMA, task="judge")
+    again = llm.complete_json(HELLO, schema=VERDICT_SCHEMA, task="judge")
 
     assert result.data == GOOD_VERDICT
-    assert result.attempts == 2
+    # json_schema, llama.cpp's json_object + schema, plain json_object, then the prompt alone.
+    assert result.attempts == 4 and result.json_mode == "prompt"
+    assert (again.attempts, again.json_mode) == (1, "prompt")  # remembered: only the first call paid
+    assert "response_format" not in fake_llm.requests[-1].body
 
 
 @pytest.mark.parametrize(
@@ -307,7 +315,18 @@ def test_it_cuts_a_hanging_provider_at_our_timeout(fake_llm):
     wait_for(lambda: fake_llm.in_flight == 0, timeout=3, interval=0.02, what="the fake to see the client leave")
 
 
-def test_it_retries_a_timeout(fake_llm):
+def test_it_does_not_retry_a_timeout_unless_configured(fake_llm):
+    fake_llm.add_rule(hang=True, times=1)
+
+    with pytest.raises(llm.LLMError) as caught:
+        llm.complete(HELLO, task="agent", timeout=0.5, retries=3)
+
+    assert (caught.value.kind, caught.value.attempts) == ("timeout", 1)
+    assert fake_llm.count() == 1
+
+
+def test_it_retries_a_timeout_when_configured(fake_llm, settings):
+    settings.EVALSITE_LLM_RETRY_TIMEOUTS = True
     fake_llm.add_rule(hang=True, times=1)
 
     result = llm.complete(HELLO, task="agent", timeout=0.5, retries=1)

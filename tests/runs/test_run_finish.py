@@ -55,6 +55,20 @@ def test_it_writes_an_llm_summary_of_the_failures(make_dataset, alice, fake_llm)
     assert "failed 2" in summary_request.text
 
 
+def test_a_summary_cut_at_its_token_limit_is_bounded_and_marked(make_dataset, alice, fake_llm, settings):
+    settings.EVALSITE_LLM_MAX_TOKENS = {**settings.EVALSITE_LLM_MAX_TOKENS, "summary": 20}
+    fake_llm.add_rule(task="judge", json={"score": 3, "reasoning": "Missed the 30 days."})
+    fake_llm.add_rule(task="summary", reply="The agent keeps missing the refund window. " * 40)
+    dataset = make_dataset(1, kind=Agent.Kind.LLM)
+
+    run = drive(services.run_start(agent=dataset.agent, dataset=dataset, user=alice))
+
+    summary_request = [r for r in fake_llm.requests if r.task == "summary"][0]
+    assert summary_request.body["max_tokens"] == 20
+    assert run.summary.endswith(" …") and len(run.summary) <= 20 * 4 + 2
+    assert fake_llm.count(task="summary") == 1
+
+
 def test_without_a_model_the_summary_is_a_note(make_dataset, alice, no_llm):
     run = drive(services.run_start(agent=(dataset := make_dataset(1)).agent, dataset=dataset, user=alice))
     assert run.summary == ""

@@ -94,3 +94,37 @@ def test_it_lets_go_of_claims_orphaned_by_a_stopped_run(make_dataset, alice, no_
     stuck.refresh_from_db()
     assert stuck.status == Result.Status.SKIPPED
     assert "worker was lost" in stuck.error
+
+
+def test_a_summary_being_written_is_never_asked_for_twice(
+    make_dataset, alice, no_llm, settings, django_capture_on_commit_callbacks
+):
+    run = drive(_start(make_dataset, alice, cases=1))
+    # The summary was claimed, and its call may still be running: a slow model within its bounds.
+    within = timezone.now() - timedelta(seconds=settings.EVALSITE_STALE_CLAIM_SECONDS + 5)
+    Run.objects.filter(pk=run.pk).update(summary="", summary_note=Run.SUMMARY_PENDING_NOTE, finished_at=within)
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        services.run_reap()
+
+    assert callbacks == []  # no second finish, so no second summary and no second suggestion job
+    assert Run.objects.get(pk=run.pk).summary_note == Run.SUMMARY_PENDING_NOTE
+
+
+def test_a_summary_lost_past_its_call_bounds_is_noted_not_asked_again(
+    make_dataset, alice, no_llm, settings, django_capture_on_commit_callbacks
+):
+    from evalsite import llm
+
+    run = drive(_start(make_dataset, alice, cases=1))
+    bound = llm.call_bound("agent") + llm.call_bound("judge") + llm.call_bound("summary")
+    past = timezone.now() - timedelta(seconds=bound + settings.EVALSITE_STALE_CLAIM_SECONDS + 5)
+    Run.objects.filter(pk=run.pk).update(summary="", summary_note=Run.SUMMARY_PENDING_NOTE, finished_at=past)
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        services.run_reap()
+
+    assert callbacks == []
+    run.refresh_from_db()
+    assert run.summary_note == "No summary: the worker writing it stopped. The figures above are complete."
+    assert not run.summary_pending

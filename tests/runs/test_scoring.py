@@ -168,9 +168,9 @@ def test_the_judge_prompt_carries_everything_the_judge_needs():
 
 
 def test_the_judge_scores_through_the_gateway(fake_llm):
-    fake_llm.add_rule(task="judge", json={"score": 9.5, "verdict": "whatever", "reasoning": "All facts."})
+    fake_llm.add_rule(task="judge", json={"score": 9, "verdict": "whatever", "reasoning": "All facts."})
     judgment = judge(Evaluation(question="Q", answer="A", expected_answer="E"), {}, {"run": 1, "case": 2})
-    assert (judgment.score, judgment.verdict, judgment.reasoning) == (9.5, "Comprehensive", "All facts.")
+    assert (judgment.score, judgment.verdict, judgment.reasoning) == (9, "Comprehensive", "All facts.")
     assert judgment.tokens > 0
     assert fake_llm.requests[0].model == "fake-judge"
 
@@ -229,3 +229,13 @@ def test_vector_similarity_says_why_it_is_missing_without_an_embedding_model(fak
     vector = next(row for row in scored.scorers if row["name"] == "vector")
     assert vector["score"] is None
     assert vector["detail"] == "Not computed: no embedding model is configured."
+
+
+def test_the_judge_reads_a_bounded_share_of_the_document(fake_llm):
+    context = "Refund policy paragraph. " * 1000  # 25,000 characters
+
+    judge(Evaluation(question="Q", answer="A", expected_answer="E", document_context=context), {}, {})
+
+    prompt = fake_llm.requests[0].messages[1]["content"]
+    assert "Refund policy paragraph." in prompt
+    assert len(prompt) < 4_000 + 500

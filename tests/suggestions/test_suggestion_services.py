@@ -177,3 +177,53 @@ def test_http_agents_get_a_change_request_instead_of_a_version(team, alice, no_l
     assert markdown.startswith(f"# Change request for {agent.name}")
     assert "555 0100" in markdown
     assert "Motivating cases: #1" in markdown
+
+
+KNOWLEDGE = "\n".join(f"Policy line {n}: refunds, plans and support hours are described here." for n in range(24))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("rewrite", "message"),
+    [
+        ("the whole rewritten section", "returned its instructions' own wording instead of a rewritten knowledge"),
+        ("Refunds in 30 days.", "would remove most of it (19 of 1,645 characters left)"),
+    ],
+)
+def test_a_rewrite_that_loses_the_field_is_refused_before_review(agent, alice, fake_llm, rewrite, message):
+    from agents.services import agent_update
+
+    agent = agent_update(agent=agent, user=alice, note="long knowledge", knowledge=KNOWLEDGE)
+    run = _run(agent, [("fail", PHONE, "No idea.", 1)], average=1.0)
+    fake_llm.add_rule(
+        task="suggest",
+        json={"suggestions": [{"title": "Hotline", "category": "knowledge", "description": "Add the hotline."}]},
+    )
+    fake_llm.add_rule(task="rewrite", json={"text": rewrite})
+    chosen = suggestion_generate(run_id=run.pk)
+
+    with pytest.raises(ValidationError) as caught:
+        suggestion_rewrite_preview(run=run, suggestions=chosen)
+
+    assert message in caught.value.messages[0]
+    assert "Nothing was changed" in caught.value.messages[0]
+    agent.refresh_from_db()
+    assert agent.current_version.knowledge == KNOWLEDGE
+
+
+@pytest.mark.django_db
+def test_a_rewrite_that_keeps_the_field_and_adds_to_it_goes_to_review(agent, alice, fake_llm):
+    from agents.services import agent_update
+
+    agent = agent_update(agent=agent, user=alice, note="long knowledge", knowledge=KNOWLEDGE)
+    run = _run(agent, [("fail", PHONE, "No idea.", 1)], average=1.0)
+    fake_llm.add_rule(
+        task="suggest",
+        json={"suggestions": [{"title": "Hotline", "category": "knowledge", "description": "Add the hotline."}]},
+    )
+    fake_llm.add_rule(task="rewrite", json={"text": KNOWLEDGE + "\n" + PHONE})
+    chosen = suggestion_generate(run_id=run.pk)
+
+    preview = suggestion_rewrite_preview(run=run, suggestions=chosen)
+
+    assert preview["knowledge"] == (KNOWLEDGE, KNOWLEDGE + "\n" + PHONE)

@@ -1,0 +1,169 @@
+"""Test connection: a few short calls per configured model, and what they showed.
+
+The settings page's badge shows the last test of the model now configured, never the
+mere presence of a model name. Reports live in the shared cache (Redis), so every web
+process shows the same one.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from django.core.cache import cache
+
+from evalsite.llm import complete, complete_json, embed
+from evalsite.llm.client import model_for
+from evalsite.llm.errors import LLMError
+
+CACHE_KEY = "evalsite:llm-test:"
+KEEP_SECONDS = 30 * 24 * 3600
+PROBE_SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string", "enum": ["OK"]}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
+PROBE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "The current time in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+SCHEMA_MODES = {
+    "json_schema": "JSON schema (response_format json_schema)",
+    "llama_cpp": "JSON schema (llama.cpp json_object + schema)",
+    "vllm": "JSON schema (vLLM guided_json)",
+    "json_object": "JSON mode only, no schema: answers are checked and repaired by Evalsite",
+    "prompt": "no JSON mode: JSON is asked for in the prompt, then checked and repaired",
+}
+PURPOSES = {"llm": "Agents and generation", "judge": "Judge", "embedding": "Embeddings"}
+
+
+@dataclass
+class ModelTest:
+    purpose: str
+    model: str
+    ok: bool
+    tested_at: float = field(default_factory=time.time)
+    latency_ms: int | None = None
+    tokens_per_second: float | None = None
+    json_schema: bool | None = None  # the server enforces a schema
+    json_detail: str = ""
+    tools: bool | None = None  # a tool call came back when one was asked for
+    embeddings: bool | None = None
+    dimensions: int | None = None
+    error: str = ""
+    same_as: str = ""  # the judge is the agent model: its test is that one
+
+    @property
+    def label(self) -> str:
+        return PURPOSES[self.purpose]
+
+    @property
+    def tested_just_now(self) -> bool:
+        return time.time() - self.tested_at < 60
+
+    @property
+    def tested_at_display(self) -> datetime:
+        return datetime.fromtimestamp(self.tested_at, tz=UTC)
+
+
+def model_test_all() -> list[ModelTest]:
+    """Test every configured model (the judge only when it differs from the agent model)."""
+    reports = []
+    chat = model_for("llm")
+    for purpose in ("llm", "judge", "embedding"):
+        model = model_for(purpose)
+        if model is None:
+            continue
+        if purpose == "judge" and model == chat:
+            continue
+        report = _test_embedding(model) if purpose == "embedding" else _test_chat(purpose, model)
+        cache.set(CACHE_KEY + purpose, asdict(report), KEEP_SECONDS)
+        reports.append(report)
+    return reports
+
+
+def model_test_last(purpose: str) -> ModelTest | None:
+    """The last test of the model configured now for `purpose` (None when it was never tested)."""
+    model = model_for(purpose)
+    stored = cache.get(CACHE_KEY + purpose)
+    if model is None or not isinstance(stored, dict) or stored.get("model") != model:
+        return None
+    return ModelTest(**stored)
+
+
+def _test_chat(purpose: str, model: str) -> ModelTest:
+    report = ModelTest(purpose=purpose, model=model, ok=False)
+    ask = [{"role": "user", "content": "Reply with the single word OK."}]
+    try:
+        plain = complete(ask, task="probe", purpose=purpose, retries=0, temperature=0)
+    except LLMError as error:
+        report.error = error.message
+        return report
+    report.ok = True
+    report.latency_ms = plain.duration_ms
+    seconds = plain.duration_ms / 1000
+    report.tokens_per_second = round(plain.completion_tokens / seconds, 1) if seconds > 0 else None
+    try:
+        answer = complete_json(ask, schema=PROBE_SCHEMA, task="probe", purpose=purpose, retries=0, temperature=0)
+    except LLMError as error:
+        report.json_schema, report.json_detail = False, f"JSON failed: {error.message}"
+    else:
+        report.json_schema = answer.json_mode in ("json_schema", "llama_cpp", "vllm")
+        report.json_detail = SCHEMA_MODES.get(answer.json_mode, answer.json_mode)
+    report.tools = _calls_tools(purpose)
+    return report
+
+
+def _calls_tools(purpose: str) -> bool | None:
+    ask = [{"role": "user", "content": "What time is it in Paris? Use the get_time tool."}]
+    try:
+        result = complete(ask, task="probe", purpose=purpose, retries=0, temperature=0, tools=[PROBE_TOOL])
+    except LLMError:
+        return False
+    return bool(result.tool_calls)
+
+
+def _test_embedding(model: str) -> ModelTest:
+    report = ModelTest(purpose="embedding", model=model, ok=False)
+    try:
+        vectors, usage = embed(["Evalsite connection test"], task="probe", retries=0)
+    except LLMError as error:
+        report.embeddings, report.error = False, error.message
+        return report
+    report.ok = report.embeddings = True
+    report.latency_ms = usage.duration_ms
+    report.dimensions = len(vectors[0]) if vectors else 0
+    return report
+
+
+def model_test_context() -> list[dict[str, Any]]:
+    """Per configured purpose: its model and last test, for the settings page."""
+    rows: list[dict[str, Any]] = []
+    for purpose, label in PURPOSES.items():
+        model = model_for(purpose)
+        if model is None:
+            continue
+        if purpose == "judge" and model == model_for("llm"):
+            rows.append({"purpose": purpose, "label": label, "model": model, "test": None, "same_as_agent": True})
+            continue
+        rows.append(
+            {
+                "purpose": purpose,
+                "label": label,
+                "model": model,
+                "test": model_test_last(purpose),
+                "same_as_agent": False,
+            }
+        )
+    return rows
