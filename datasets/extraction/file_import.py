@@ -142,7 +142,8 @@ def _save(
             )
             upload = SimpleUploadedFile(validated.original_name, data)
             document = document_store(team=agent.team, dataset=dataset, upload=upload, validated=validated)
-            case_bulk_create(dataset=dataset, cases=[{**row, "documents": [document]} for row in result.cases])
+            # The file is the cases' source, never an attachment (the agent must not read the answers).
+            case_bulk_create(dataset=dataset, cases=[{**row, "source_document": document} for row in result.cases])
             Document.objects.filter(pk=document.pk).update(text=text)
             dataset.status, dataset.notice, dataset.warnings = Dataset.Status.READY, result.notice, result.warnings
             dataset.mapping = {"tables": result.tables, "chosen": result.chosen, "total": result.total}

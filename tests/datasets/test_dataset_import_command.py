@@ -89,6 +89,9 @@ def test_an_import_creates_a_ready_dataset_with_the_given_mapping_and_warnings(t
     assert case.question == "Refunds" and case.document_context == "How do refunds work?"
     assert dataset.warnings and dataset.warnings[0]["where"].startswith("plan.csv, row 2")
     assert dataset.documents.get().original_name == "plan.csv"
+    # The file is the case's source, never an attachment: the agent under test must not read it.
+    assert case.source_document == dataset.documents.get()
+    assert not case.documents.exists()
 
 
 def test_a_file_without_cases_exits_1_with_the_reason(tmp_path, agent):
