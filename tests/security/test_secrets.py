@@ -162,6 +162,12 @@ def _runs(objects: dict[str, Any]) -> int:
     return Run.objects.filter(agent_id=objects["agent_id"]).count()
 
 
+def _model_tested() -> bool:
+    from evalsite.llm.probe import model_test_last
+
+    return model_test_last("llm") is not None
+
+
 def _count_runs(objects: dict[str, Any]) -> None:
     objects["runs_before"] = _runs(objects)
 
@@ -286,6 +292,13 @@ POSTS: dict[str, Post] = {
         status=(302, 200),
         done=lambda o, client: BannerDismissal.objects.filter(user__username="alice", banner="no_model").exists(),
     ),
+    # The Model section with the test's findings (the calls themselves are tested in
+    # tests/accounts/test_model_test.py).
+    "accounts:model_test": Post(
+        data=lambda o: {},
+        status=(302, 200),
+        done=lambda o, client: _model_tested(),
+    ),
     "datasets:mapping_cancel": Post(
         data=lambda o: {},
         status=(302, 302),
@@ -366,8 +379,9 @@ def test_no_page_or_fragment_shows_a_header_value(client_alice, secret_objects, 
 
 @pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
 @pytest.mark.parametrize("route", POST_ROUTES, ids=str)
-def test_no_post_response_shows_a_header_value(client_alice, secret_objects, settings, route, htmx):
-    settings.EVALSITE_LLM_MODEL = "openai/security-probe"  # so Generate with AI accepts the job
+def test_no_post_response_shows_a_header_value(client_alice, secret_objects, fake_llm, route, htmx):
+    # A model (our fake server, never a hosted one): Generate with AI accepts the job and
+    # Test connection has something to call.
     post = POSTS[route.name]
     objects = dict(secret_objects)
     post.setup(objects)
