@@ -209,6 +209,8 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 900)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 960)
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Celery 5.7's consumer crashed the worker on a Redis restart (evalsite/worker_consumer.py).
+CELERY_WORKER_CONSUMER = "evalsite.worker_consumer:Consumer"
 # One task is one case or one parse, bounded by the hard time limit; the visibility
 # timeout must outlast it or Redis hands the message to a second worker.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 7200)}
@@ -227,6 +229,11 @@ EVALSITE_LLM_API_KEY = env_secret("EVALSITE_LLM_API_KEY")
 EVALSITE_LLM_TIMEOUT = env_float("EVALSITE_LLM_TIMEOUT", 60.0)
 EVALSITE_LLM_RETRIES = env_int("EVALSITE_LLM_RETRIES", 3)
 EVALSITE_LLM_BACKOFF = env_float("EVALSITE_LLM_BACKOFF", 1.0)
+
+# Processes of `make run` (runstack): gunicorn workers and Celery pool processes. The chaos
+# tests read WORKER_CONCURRENCY too, so they fault the worker as it is shipped.
+WEB_CONCURRENCY = env_int("WEB_CONCURRENCY", 2)
+WORKER_CONCURRENCY = env_int("WORKER_CONCURRENCY", 4)
 
 # Runs.
 EVALSITE_RUN_CONCURRENCY = env_int("EVALSITE_RUN_CONCURRENCY", 3)

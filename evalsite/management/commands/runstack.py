@@ -62,8 +62,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST") or "127.0.0.1")
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT") or 8000))
-        parser.add_argument("--web-workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY") or 2))
-        parser.add_argument("--worker-concurrency", type=int, default=int(os.environ.get("WORKER_CONCURRENCY") or 4))
+        parser.add_argument("--web-workers", type=int, default=settings.WEB_CONCURRENCY)
+        parser.add_argument("--worker-concurrency", type=int, default=settings.WORKER_CONCURRENCY)
         parser.add_argument(
             "--stop-timeout",
             type=float,
