@@ -1,6 +1,13 @@
+from django.core.cache import cache
 from django.http import HttpRequest
 
-from evalsite import llm
+from evalsite import llm, workers
+
+
+def _worker_running() -> bool:
+    # Called by the template only where the banner is drawn (full pages), and shared across
+    # processes for a few seconds, so page polls cost no query for it.
+    return cache.get_or_set("evalsite:worker-running", workers.worker_running, 5)
 
 
 def console(request: HttpRequest) -> dict:
@@ -13,4 +20,5 @@ def console(request: HttpRequest) -> dict:
         "user_teams": user.teams.order_by("name"),
         "llm_configured": llm.is_configured("llm"),
         "judge_configured": llm.is_configured("judge"),
+        "worker_running": _worker_running,
     }

@@ -176,6 +176,8 @@ SECURE_SSL = env_bool("SECURE_SSL", False)
 SESSION_COOKIE_SECURE = SECURE_SSL
 CSRF_COOKIE_SECURE = SECURE_SSL
 SECURE_SSL_REDIRECT = SECURE_SSL
+# Container and load-balancer health checks call /healthz over plain HTTP from inside.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if SECURE_SSL else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_SSL
 SECURE_HSTS_PRELOAD = SECURE_SSL
@@ -216,8 +218,8 @@ CELERY_WORKER_CONSUMER = "evalsite.worker_consumer:Consumer"
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 7200)}
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "evalsite")
 CELERY_BEAT_SCHEDULE = {
-    "reap-stale-work": {"task": "runs.tasks.run_reap", "schedule": env_int("EVALSITE_REAPER_INTERVAL", 30)},
-    "reap-stale-datasets": {"task": "datasets.tasks.dataset_reap", "schedule": env_int("EVALSITE_REAPER_INTERVAL", 30)},
+    "reap-stale-work": {"task": "runs.tasks.run_reap", "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5)},
+    "reap-stale-datasets": {"task": "datasets.tasks.dataset_reap", "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5)},
 }
 
 # The LLM gateway (evalsite/llm.py). Empty model = no model configured.
@@ -240,6 +242,11 @@ EVALSITE_RUN_CONCURRENCY = env_int("EVALSITE_RUN_CONCURRENCY", 3)
 # A running case refreshes its claim every quarter of this; a claim older than this
 # belongs to a killed worker and the reaper re-queues the case.
 EVALSITE_STALE_CLAIM_SECONDS = env_int("EVALSITE_STALE_CLAIM_SECONDS", 120)
+# Every worker writes a heartbeat row this often; one not seen for the TTL is gone (killed),
+# and the reaper re-queues its claims at once rather than after EVALSITE_STALE_CLAIM_SECONDS.
+# The TTL must stay well above the interval (and above a database blip), or a live case is run twice.
+EVALSITE_WORKER_HEARTBEAT_INTERVAL = env_float("EVALSITE_WORKER_HEARTBEAT_INTERVAL", 3.0)
+EVALSITE_WORKER_HEARTBEAT_TTL = env_float("EVALSITE_WORKER_HEARTBEAT_TTL", 15.0)
 # A queued case whose task message never started (Redis flushed or restarted) is sent again after this.
 EVALSITE_STALE_QUEUE_SECONDS = env_int("EVALSITE_STALE_QUEUE_SECONDS", 120)
 # Lifetime of the signed document links an HTTP agent receives with each case.
