@@ -70,6 +70,18 @@ def live_worker_ids() -> list[str]:
     return list(WorkerHeartbeat.objects.filter(last_seen__gte=cutoff).values_list("name", flat=True))
 
 
+def dead_workers() -> list[WorkerHeartbeat]:
+    """Workers whose heartbeat stopped without a clean shutdown (a clean one deletes its row)."""
+    cutoff = timezone.now() - timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_TTL)
+    return list(WorkerHeartbeat.objects.filter(last_seen__lt=cutoff))
+
+
+def workers_forget(dead: list[WorkerHeartbeat]) -> None:
+    """The reaper has dealt with these: forget them, unless one has beaten again meanwhile."""
+    for worker in dead:
+        WorkerHeartbeat.objects.filter(pk=worker.pk, last_seen=worker.last_seen).delete()
+
+
 def last_heartbeat_age() -> float | None:
     """Seconds since any worker last beat, or None if none ever did (or all stopped cleanly)."""
     last = WorkerHeartbeat.objects.order_by("-last_seen").values_list("last_seen", flat=True).first()

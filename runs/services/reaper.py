@@ -37,9 +37,17 @@ def run_reap() -> int:
         # This worker's own heartbeat looks stale: the database was out of reach, so every
         # heartbeat is old and proves nothing. Judge claims by their own timeout this pass.
         live = None
+    dead = workers.dead_workers() if live is not None else []
+    if dead:
+        # A killed worker also held messages it had taken from Redis but not started: late acks
+        # keep them out of every queue until the visibility timeout (hours). Send again, once,
+        # every case queued before it died; a copy still waiting in Redis just finds a new token.
+        died = max(worker.last_seen for worker in dead)
+        queue_cutoff = max(queue_cutoff, died + timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_INTERVAL))
     queued = 0
     for run_id in Run.objects.filter(status__in=Run.ACTIVE_STATUSES).values_list("id", flat=True):
         queued += _run_reconcile(run_id, claim_cutoff, queue_cutoff, live)
+    workers.workers_forget(dead)
     _reap_settled(now, claim_cutoff)
     return queued
 

@@ -78,3 +78,26 @@ def test_claims_are_stamped_with_the_worker_identity(make_dataset, alice, no_llm
     result = Result.objects.get(run=run)
     claimed = services.execution._result_claim(result.pk, result.token)
     assert claimed is not None and claimed.claimed_by == "host:42:abcd"
+
+
+def test_cases_queued_before_a_worker_died_are_sent_again_once(
+    make_dataset, alice, no_llm, settings, django_capture_on_commit_callbacks
+):
+    # The dead worker had taken these messages from Redis but not started them.
+    dataset = make_dataset(5)
+    run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
+    a_while_ago = timezone.now() - timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_TTL + 10)
+    Result.objects.filter(run=run, status=Result.Status.QUEUED).update(queued_at=a_while_ago)
+    _beat("killed:2", settings.EVALSITE_WORKER_HEARTBEAT_TTL + 5)  # beat after they were queued, then died
+
+    with django_capture_on_commit_callbacks(execute=False):
+        assert services.run_reap() == 3
+    assert not WorkerHeartbeat.objects.filter(name="killed:2").exists()  # dealt with once
+    assert services.run_reap() == 0  # and not again: they were queued just now
+
+
+def test_cases_queued_after_the_death_are_not_sent_again(make_dataset, alice, no_llm, settings):
+    _beat("killed:3", settings.EVALSITE_WORKER_HEARTBEAT_TTL + 20)
+    dataset = make_dataset(5)
+    services.run_start(agent=dataset.agent, dataset=dataset, user=alice)  # queued now, long after the death
+    assert services.run_reap() == 0
