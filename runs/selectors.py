@@ -17,7 +17,7 @@ from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import connections
-from django.db.models import Case, Q, QuerySet, Value, When
+from django.db.models import Case, F, Q, QuerySet, Sum, Value, When
 from django.shortcuts import get_object_or_404
 
 from agents.models import Agent
@@ -98,6 +98,13 @@ def run_compare_default(*, run: Run) -> Run | None:
     """The run to compare this one with: the latest earlier run of its dataset, else the newest later one."""
     earlier_first = Case(When(created_at__lt=run.created_at, then=Value(0)), default=Value(1))
     return run_compare_candidates(run=run).order_by(earlier_first, "-created_at", "-id").first()
+
+
+def run_reexecutions(*, run: Run) -> int:
+    """How many times this run's cases were executed again because their worker was lost
+    (kill -9, OOM, a lost broker connection): each may have asked the agent a second time."""
+    extra = Result.objects.filter(run=run, attempts__gt=1).aggregate(n=Sum(F("attempts") - 1))["n"]
+    return int(extra or 0)
 
 
 def run_main_total(*, run: Run) -> int:
