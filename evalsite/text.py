@@ -46,3 +46,14 @@ def point_covered(point: str, answer: str, *, threshold: float = 0.6) -> bool:
 
 def _has_number(text: str) -> bool:
     return any(ch.isdigit() for ch in text)
+
+
+def contains_nul(value: object) -> bool:
+    """Whether a decoded JSON value holds a NUL character anywhere (PostgreSQL cannot store one in text)."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(contains_nul(key) or contains_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(contains_nul(item) for item in value)
+    return False
