@@ -140,9 +140,15 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "agents:list"
 LOGOUT_REDIRECT_URL = "accounts:login"
-# Failed logins allowed per username and per address within LOGIN_THROTTLE_WINDOW seconds.
+# Failed sign-ins allowed within LOGIN_THROTTLE_WINDOW seconds (accounts/throttling.py): per
+# username from one address, per username from every address, per address for every username.
 LOGIN_THROTTLE_ATTEMPTS = env_int("LOGIN_THROTTLE_ATTEMPTS", 5)
+LOGIN_THROTTLE_USERNAME_ATTEMPTS = env_int("LOGIN_THROTTLE_USERNAME_ATTEMPTS", 50)
+LOGIN_THROTTLE_ADDRESS_ATTEMPTS = env_int("LOGIN_THROTTLE_ADDRESS_ATTEMPTS", 50)
 LOGIN_THROTTLE_WINDOW = env_int("LOGIN_THROTTLE_WINDOW", 300)
+# Reverse proxies in front of the web server that append to X-Forwarded-For (nginx, a load
+# balancer): 0 = none, the peer address is the client's. Behind one nginx, set 1.
+LOGIN_TRUSTED_PROXIES = env_int("LOGIN_TRUSTED_PROXIES", 0)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
