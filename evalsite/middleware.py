@@ -109,14 +109,14 @@ def _nul_in_fields(request: HttpRequest) -> str:
     for name, values in request.POST.lists():
         if "\x00" in name or any("\x00" in value for value in values):
             return f"form field “{name.replace(chr(0), '')}”"
-    for upload in request.FILES.values():
-        if "\x00" in (upload.name or ""):
+    for uploads in request.FILES.lists():
+        if any("\x00" in (getattr(upload, "name", "") or "") for upload in uploads[1]):
             return "file name"
     return ""
 
 
 def _check_when_parsed(request: HttpRequest) -> None:
-    load = request._load_post_and_files  # type: ignore[attr-defined]
+    load = request._load_post_and_files
 
     def load_and_check() -> None:
         load()
@@ -124,7 +124,7 @@ def _check_when_parsed(request: HttpRequest) -> None:
         if where:
             raise NulInRequest(where)
 
-    request._load_post_and_files = load_and_check  # type: ignore[attr-defined]
+    request._load_post_and_files = load_and_check  # type: ignore[method-assign]
 
 
 def _json_has_nul(text: str) -> bool:
