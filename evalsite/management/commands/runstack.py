@@ -267,6 +267,7 @@ class Command(BaseCommand):
                 continue
             if not chunk:
                 self.selector.unregister(key.fileobj)
+                key.fileobj.close()  # a restarted service gets a new pipe: don't leak the old one
                 chunk = b"\n" if service.buffer else b""
             service.buffer += chunk
             *lines, service.buffer = service.buffer.split(b"\n")
