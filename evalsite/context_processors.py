@@ -7,7 +7,7 @@ from evalsite import llm, workers
 def _worker_running() -> bool:
     # Called by the template only where the banner is drawn (full pages), and shared across
     # processes for a few seconds, so page polls cost no query for it.
-    return cache.get_or_set("evalsite:worker-running", workers.worker_running, 5)
+    return bool(cache.get_or_set("evalsite:worker-running", workers.worker_running, 5))
 
 
 def console(request: HttpRequest) -> dict:

@@ -267,7 +267,10 @@ class Command(BaseCommand):
                 continue
             if not chunk:
                 self.selector.unregister(key.fileobj)
-                key.fileobj.close()  # a restarted service gets a new pipe: don't leak the old one
+                # A restarted service gets a new pipe: close the old one rather than leak it.
+                close = getattr(key.fileobj, "close", None)
+                if close is not None:
+                    close()
                 chunk = b"\n" if service.buffer else b""
             service.buffer += chunk
             *lines, service.buffer = service.buffer.split(b"\n")
