@@ -21,7 +21,11 @@ def _http_run(make_dataset, alice, url: str, cases: int = 2, **dataset):
 
 
 def test_a_reexecuted_case_carries_the_same_key_and_the_next_attempt(
-    make_dataset, alice, no_llm, settings, agent_server  # noqa: F811
+    make_dataset,
+    alice,
+    no_llm,
+    settings,
+    agent_server,  # noqa: F811
 ):
     run = _http_run(make_dataset, alice, agent_server.url, cases=1)
     result = Result.objects.get(run=run)
