@@ -64,7 +64,7 @@ def login(request: AuthedRequest) -> HttpResponse:
             throttled = throttle_message()
         elif form.is_valid():
             auth_login(request, form.get_user())
-            login_success_reset(username=username)
+            login_success_reset(username=username, ip=ip)
             return redirect(_next_url(request))
         else:
             login_failure_record(username=username, ip=ip)

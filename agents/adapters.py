@@ -76,6 +76,9 @@ class AgentRequest:
     run_id: int | None = None
     # Sent to the gateway as X-Evalsite-* headers: {"run": 3, "case": 17}.
     trace: dict[str, str | int] = field(default_factory=dict)
+    # http agents: Idempotency-Key and X-Evalsite-Attempt (runs.engine._idempotency).
+    idempotency_key: str = ""
+    attempt: int = 1
 
 
 @dataclass
@@ -225,16 +228,17 @@ class HttpAdapter(Adapter):
         }
         if not request.documents and request.document_context.strip():
             payload["documents"] = [{"name": "Context", "url": None, "context": request.document_context}]
-        response = self._post(payload)
+        response = self._post(payload, _idempotency_headers(request))
         return _http_reply(response)
 
-    def _post(self, payload: dict[str, Any]) -> Any:
+    def _post(self, payload: dict[str, Any], extra_headers: dict[str, str] | None = None) -> Any:
         import httpx
 
         timeout = float(self.version.http_timeout or 30)
         headers = {
             **{str(k): str(v) for k, v in (self.version.http_headers or {}).items()},
             "Accept": "application/json",
+            **(extra_headers or {}),
         }
         retries = settings.EVALSITE_LLM_RETRIES
         attempt = 0
@@ -261,6 +265,14 @@ class HttpAdapter(Adapter):
             if not error.retryable or attempt > retries:
                 raise error from cause
             time.sleep(_backoff(attempt, hint))
+
+
+def _idempotency_headers(request: AgentRequest) -> dict[str, str]:
+    """The same Idempotency-Key on every HTTP retry and every re-execution of one result, so an
+    agent with side effects can do them once; X-Evalsite-Attempt counts the executions (1, 2...)."""
+    if not request.idempotency_key:
+        return {}
+    return {"Idempotency-Key": request.idempotency_key, "X-Evalsite-Attempt": str(request.attempt)}
 
 
 @functools.cache

@@ -19,6 +19,7 @@ from django.core.exceptions import ValidationError
 
 from datasets.exporters import FORMULA_TRIGGERS, invocation_ids
 from datasets.services import SCORING_FIELDS, case_field_label, case_fields_clean, scoring_fields_clean
+from evalsite.text import contains_nul
 
 # How many problems to list before summarising the rest.
 MAX_LISTED_ERRORS = 15
@@ -404,6 +405,11 @@ def parse_eval_set(data: bytes) -> ParsedFile:
         ) from None
     except RecursionError:
         raise ValidationError("The JSON is nested too deeply to read.") from None
+    if contains_nul(document):
+        raise ValidationError(
+            "The file contains a NUL character (written \\u0000), which a test case cannot hold. "
+            "Remove it and try again."
+        )
     raw_cases, envelope = _eval_cases(document)
     _check_case_count(len(raw_cases))
 

@@ -1,7 +1,7 @@
 import os
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun
+from celery.signals import task_postrun, task_prerun, worker_init, worker_shutdown
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
 
@@ -24,3 +24,18 @@ def _close_old_connections(sender: object = None, **kwargs: object) -> None:
 
     if not getattr(getattr(sender, "request", None), "is_eager", False):  # as the fixup does
         close_old_connections()
+
+
+@worker_init.connect
+def _heartbeat_start(**kwargs: object) -> None:
+    # Before the pool forks, so every pool child inherits the worker's identity.
+    from evalsite import workers
+
+    workers.worker_start()
+
+
+@worker_shutdown.connect
+def _heartbeat_stop(**kwargs: object) -> None:
+    from evalsite import workers
+
+    workers.worker_stop()

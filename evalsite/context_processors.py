@@ -1,8 +1,15 @@
 from typing import Any
 
+from django.core.cache import cache
 from django.http import HttpRequest
 
-from evalsite import llm
+from evalsite import llm, workers
+
+
+def _worker_running() -> bool:
+    # Called by the template only where the banner is drawn (full pages), and shared across
+    # processes for a few seconds, so page polls cost no query for it.
+    return bool(cache.get_or_set("evalsite:worker-running", workers.worker_running, 5))
 
 
 def console(request: HttpRequest) -> dict:
@@ -15,8 +22,9 @@ def console(request: HttpRequest) -> dict:
         "user_teams": user.teams.order_by("name"),
         "llm_configured": llm.is_configured("llm"),
         "judge_configured": llm.is_configured("judge"),
-        # A callable, so only pages that show the banner (base.html) pay for the query.
+        # Callables, so only pages that show the banners (base.html) pay for their queries.
         "no_model_banner": lambda: not llm.is_configured("llm") and not _dismissed(user, "no_model"),
+        "worker_running": _worker_running,
     }
 
 

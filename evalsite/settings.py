@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
+    "ninja",  # its Swagger UI assets, served from static/ (no CDN) at /api/docs
     "evalsite",
     "accounts",
     "agents",
@@ -91,7 +92,10 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "evalsite.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "evalsite.middleware.ApiJsonErrorsMiddleware",
+    "evalsite.middleware.NulBytesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -153,9 +157,15 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "agents:list"
 LOGOUT_REDIRECT_URL = "accounts:login"
-# Failed logins allowed per username and per address within LOGIN_THROTTLE_WINDOW seconds.
+# Failed sign-ins allowed within LOGIN_THROTTLE_WINDOW seconds (accounts/throttling.py): per
+# username from one address, per username from every address, per address for every username.
 LOGIN_THROTTLE_ATTEMPTS = env_int("LOGIN_THROTTLE_ATTEMPTS", 5)
+LOGIN_THROTTLE_USERNAME_ATTEMPTS = env_int("LOGIN_THROTTLE_USERNAME_ATTEMPTS", 50)
+LOGIN_THROTTLE_ADDRESS_ATTEMPTS = env_int("LOGIN_THROTTLE_ADDRESS_ATTEMPTS", 50)
 LOGIN_THROTTLE_WINDOW = env_int("LOGIN_THROTTLE_WINDOW", 300)
+# Reverse proxies in front of the web server that append to X-Forwarded-For (nginx, a load
+# balancer): 0 = none, the peer address is the client's. Behind one nginx, set 1.
+LOGIN_TRUSTED_PROXIES = env_int("LOGIN_TRUSTED_PROXIES", 0)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
@@ -193,6 +203,8 @@ SECURE_SSL = env_bool("SECURE_SSL", False)
 SESSION_COOKIE_SECURE = SECURE_SSL
 CSRF_COOKIE_SECURE = SECURE_SSL
 SECURE_SSL_REDIRECT = SECURE_SSL
+# Container and load-balancer health checks call /healthz over plain HTTP from inside.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if SECURE_SSL else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_SSL
 SECURE_HSTS_PRELOAD = SECURE_SSL
@@ -226,13 +238,15 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 900)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 960)
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Celery 5.7's consumer crashed the worker on a Redis restart (evalsite/worker_consumer.py).
+CELERY_WORKER_CONSUMER = "evalsite.worker_consumer:Consumer"
 # One task is one case or one parse, bounded by the hard time limit; the visibility
 # timeout must outlast it or Redis hands the message to a second worker.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 7200)}
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "evalsite")
 CELERY_BEAT_SCHEDULE = {
-    "reap-stale-work": {"task": "runs.tasks.run_reap", "schedule": env_int("EVALSITE_REAPER_INTERVAL", 30)},
-    "reap-stale-datasets": {"task": "datasets.tasks.dataset_reap", "schedule": env_int("EVALSITE_REAPER_INTERVAL", 30)},
+    "reap-stale-work": {"task": "runs.tasks.run_reap", "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5)},
+    "reap-stale-datasets": {"task": "datasets.tasks.dataset_reap", "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5)},
 }
 
 # The LLM gateway (evalsite/llm.py). Empty model = no model configured.
@@ -293,11 +307,21 @@ EVALSITE_LLM_QUEUE_TIMEOUT = env_float("EVALSITE_LLM_QUEUE_TIMEOUT", 300.0)
 # llama_cpp | vllm | json_object | prompt to pin it. What works is remembered per model.
 EVALSITE_LLM_JSON_MODE = env_str("EVALSITE_LLM_JSON_MODE", "auto")
 
+# Processes of `make run` (runstack): gunicorn workers and Celery pool processes. The chaos
+# tests read WORKER_CONCURRENCY too, so they fault the worker as it is shipped.
+WEB_CONCURRENCY = env_int("WEB_CONCURRENCY", 2)
+WORKER_CONCURRENCY = env_int("WORKER_CONCURRENCY", 4)
+
 # Runs.
 EVALSITE_RUN_CONCURRENCY = env_int("EVALSITE_RUN_CONCURRENCY", 3)
 # A running case refreshes its claim every quarter of this; a claim older than this
 # belongs to a killed worker and the reaper re-queues the case.
 EVALSITE_STALE_CLAIM_SECONDS = env_int("EVALSITE_STALE_CLAIM_SECONDS", 120)
+# Every worker writes a heartbeat row this often; one not seen for the TTL is gone (killed),
+# and the reaper re-queues its claims at once rather than after EVALSITE_STALE_CLAIM_SECONDS.
+# The TTL must stay well above the interval (and above a database blip), or a live case is run twice.
+EVALSITE_WORKER_HEARTBEAT_INTERVAL = env_float("EVALSITE_WORKER_HEARTBEAT_INTERVAL", 3.0)
+EVALSITE_WORKER_HEARTBEAT_TTL = env_float("EVALSITE_WORKER_HEARTBEAT_TTL", 15.0)
 # A queued case whose task message never started (Redis flushed or restarted) is sent again after this.
 EVALSITE_STALE_QUEUE_SECONDS = env_int("EVALSITE_STALE_QUEUE_SECONDS", 120)
 # Lifetime of the signed document links an HTTP agent receives with each case.

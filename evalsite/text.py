@@ -61,3 +61,12 @@ _REFUSAL = re.compile(
 def is_refusal(expected: str) -> bool:
     """The expected answer is a refusal ("The knowledge does not say...", "I don't know")."""
     return bool(_REFUSAL.search(expected.lower().replace("’", "'")))
+def contains_nul(value: object) -> bool:
+    """Whether a decoded JSON value holds a NUL character anywhere (PostgreSQL cannot store one in text)."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(contains_nul(key) or contains_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(contains_nul(item) for item in value)
+    return False

@@ -3,6 +3,7 @@ from django.shortcuts import redirect
 from django.urls import include, path
 
 from evalsite.api import api
+from evalsite.health import healthz
 
 urlpatterns = [
     path("", lambda request: redirect("agents:list"), name="home"),
@@ -11,6 +12,7 @@ urlpatterns = [
     path("agents/<int:agent_id>/datasets/", include("datasets.urls")),
     path("agents/<int:agent_id>/runs/", include("runs.urls")),
     path("agents/<int:agent_id>/runs/<int:run_id>/suggestions/", include("suggestions.urls")),
+    path("healthz", healthz, name="healthz"),
     path("api/", api.urls),
     path("admin/", admin.site.urls),
 ]

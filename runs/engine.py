@@ -69,7 +69,7 @@ def execute(result: Result, run: Run, version: AgentVersion) -> Outcome:
     try:
         if result.variant:
             outcome.question = _paraphrase(case, result.variant, outcome, trace)
-        reply = _converse(adapter, case, run, outcome, trace)
+        reply = _converse(adapter, case, run, outcome, trace, _idempotency(result, run))
     except AgentConfigError:
         raise
     except (AgentError, llm.LLMError) as error:
@@ -82,7 +82,21 @@ def execute(result: Result, run: Run, version: AgentVersion) -> Outcome:
     return outcome
 
 
-def _converse(adapter: Any, case: RunCase, run: Run, outcome: Outcome, trace: dict[str, str | int]) -> AgentReply:
+def _idempotency(result: Result, run: Run) -> tuple[str, int]:
+    """The key an http agent can de-duplicate on: the same for every execution of this result
+    (a re-execution after its worker was lost included), and which execution this is (1, 2...)."""
+    key = f"evalsite-run{run.pk}-case{result.case_id}-repeat{result.repeat}-variant{result.variant}"
+    return key, max(1, result.attempts)
+
+
+def _converse(
+    adapter: Any,
+    case: RunCase,
+    run: Run,
+    outcome: Outcome,
+    trace: dict[str, str | int],
+    identity: tuple[str, int] = ("", 1),
+) -> AgentReply:
     """Send each user turn in order with the conversation so far, the question last.
 
     A multi-turn case's `turns` are the user turns before the question (datasets.models.TestCase).
@@ -93,7 +107,8 @@ def _converse(adapter: Any, case: RunCase, run: Run, outcome: Outcome, trace: di
     documents = _documents(case, run)
     conversation: list[dict[str, str]] = []
     reply = AgentReply(answer="")
-    for text in user_turns:
+    for turn, text in enumerate(user_turns, start=1):
+        key = identity[0] if len(user_turns) == 1 or not identity[0] else f"{identity[0]}-turn{turn}"
         request = AgentRequest(
             question=text,
             conversation=list(conversation),
@@ -102,6 +117,8 @@ def _converse(adapter: Any, case: RunCase, run: Run, outcome: Outcome, trace: di
             case_id=case.case_id or str(case.display_number),
             run_id=run.pk,
             trace=trace,
+            idempotency_key=key,
+            attempt=identity[1],
         )
         reply = adapter.ask(request)
         outcome.agent_tokens += reply.tokens

@@ -167,6 +167,9 @@ class Result(models.Model):
     token = models.CharField(max_length=32, blank=True)
     queued_at = models.DateTimeField(null=True, blank=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
+    # The worker whose process holds the claim (evalsite.workers.WORKER_ID): when its heartbeat
+    # stops, the reaper re-queues the case at once instead of waiting out the claim's timeout.
+    claimed_by = models.CharField(max_length=200, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
 
     question = models.TextField(blank=True, help_text="The question asked (the paraphrase for variants)")

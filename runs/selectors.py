@@ -17,7 +17,7 @@ from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import connections
-from django.db.models import Case, Count, Q, QuerySet, Value, When
+from django.db.models import Case, Count, F, Q, QuerySet, Sum, Value, When
 from django.shortcuts import get_object_or_404
 
 from agents.models import Agent, AgentVersion
@@ -120,6 +120,11 @@ def version_run_blocker(*, version: AgentVersion) -> str:
     except AgentConfigError as error:
         return error.message
     return ""
+def run_reexecutions(*, run: Run) -> int:
+    """How many times this run's cases were executed again because their worker was lost
+    (kill -9, OOM, a lost broker connection): each may have asked the agent a second time."""
+    extra = Result.objects.filter(run=run, attempts__gt=1).aggregate(n=Sum(F("attempts") - 1))["n"]
+    return int(extra or 0)
 
 
 def run_main_total(*, run: Run) -> int:

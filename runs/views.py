@@ -199,6 +199,7 @@ def run_detail(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespon
         "related": list(selectors.run_related_list(run=run)[:10]),
         "compare_with": selectors.run_compare_default(run=run),
         "rerun_form": RerunForm(agent=agent),
+        "reexecutions": selectors.run_reexecutions(run=run),
     }
     return render(request, "runs/run_detail.html", context)
 

@@ -31,6 +31,7 @@ PUBLIC = {
     "home": "redirects to the agents list, which itself requires login",
     "accounts:login": "the sign-in page",
     "runs:document_signed": "an HTTP agent fetches case documents with a signed, expiring link instead of a session",
+    "healthz": "load balancers and container health checks ask it; it says only up or down",
 }
 # Parameters that name the agent's own objects: swapping the agent for another one of
 # the same team must turn them into a 404.

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from agents.adapters import AgentConfigError
 from agents.models import AgentVersion
+from evalsite import workers
 from runs import engine
 from runs.models import Result, Run
 from runs.services.dispatch import enqueue_finish, money, queue_pending
@@ -73,7 +74,7 @@ def _result_claim(result_id: int, token: str, *, count_attempt: bool = True) -> 
     # error, or a redelivery after the pool child died): take it up again.
     attempts = F("attempts") + 1 if count_attempt else F("attempts")
     claimed = Result.objects.filter(pk=result_id, token=token, status__in=Result.IN_FLIGHT_STATUSES).update(
-        status=Result.Status.RUNNING, claimed_at=timezone.now(), attempts=attempts
+        status=Result.Status.RUNNING, claimed_at=timezone.now(), attempts=attempts, claimed_by=workers.WORKER_ID
     )
     if not claimed:
         return None

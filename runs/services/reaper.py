@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from evalsite import llm
+from evalsite import llm, workers
 from runs.models import Result, Run
 from runs.services.dispatch import enqueue_cases, enqueue_finish, fill_window
 
@@ -33,21 +33,38 @@ def run_reap() -> int:
     now = timezone.now()
     claim_cutoff = now - timedelta(seconds=settings.EVALSITE_STALE_CLAIM_SECONDS)
     queue_cutoff = now - timedelta(seconds=settings.EVALSITE_STALE_QUEUE_SECONDS)
+    live: list[str] | None = workers.live_worker_ids()
+    if workers.WORKER_ID and workers.WORKER_ID not in (live or []):
+        # This worker's own heartbeat looks stale: the database was out of reach, so every
+        # heartbeat is old and proves nothing. Judge claims by their own timeout this pass.
+        live = None
+    dead = workers.dead_workers() if live is not None else []
+    if dead:
+        # A killed worker also held messages it had taken from Redis but not started: late acks
+        # keep them out of every queue until the visibility timeout (hours). Send again, once,
+        # every case queued before it died; a copy still waiting in Redis just finds a new token.
+        died = max(worker.last_seen for worker in dead)
+        queue_cutoff = max(queue_cutoff, died + timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_INTERVAL))
     queued = 0
     for run_id in Run.objects.filter(status__in=Run.ACTIVE_STATUSES).values_list("id", flat=True):
-        queued += _run_reconcile(run_id, claim_cutoff, queue_cutoff)
+        queued += _run_reconcile(run_id, claim_cutoff, queue_cutoff, live)
+    workers.workers_forget(dead)
     _reap_settled(now, claim_cutoff)
     return queued
 
 
-def _run_reconcile(run_id: int, claim_cutoff: Any, queue_cutoff: Any) -> int:
+def _run_reconcile(run_id: int, claim_cutoff: Any, queue_cutoff: Any, live_workers: list[str] | None) -> int:
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id, status__in=Run.ACTIVE_STATUSES).first()
         if run is None:
             return 0
+        # A claim is stale when its own heartbeat stopped, or at once when the worker that holds
+        # it has stopped beating (killed); claims made outside a worker have no worker to ask.
         stale = Q(status=Result.Status.RUNNING, claimed_at__lt=claim_cutoff) | Q(
             status=Result.Status.QUEUED, queued_at__lt=queue_cutoff
         )
+        if live_workers is not None:
+            stale |= Q(status=Result.Status.RUNNING) & ~Q(claimed_by="") & ~Q(claimed_by__in=live_workers)
         stale_ids = list(Result.objects.filter(stale, run=run).values_list("id", flat=True))
         if stale_ids:
             # A new token: if the old message or worker ever comes back, its claim or save finds nothing.

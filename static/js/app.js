@@ -100,5 +100,60 @@
     showToast("The server could not be reached. Check your connection.", "error");
   });
 
+  // Behaviours declared with data- attributes: the Content-Security-Policy allows no inline
+  // script, so no on*= handler either.
+  // <select data-submit-on-change> submits its form when changed (the team switcher).
+  document.addEventListener("change", function (event) {
+    var select = event.target.closest && event.target.closest("[data-submit-on-change]");
+    if (select && select.form) select.form.submit();
+  });
+  document.addEventListener("click", function (event) {
+    // <a data-clear="#input"> empties that input (then follows its own hx-get).
+    var clearer = event.target.closest("[data-clear]");
+    if (clearer) {
+      var box = document.querySelector(clearer.getAttribute("data-clear"));
+      if (box) box.value = "";
+    }
+    // <button data-remove-row> removes its .rows-item; <button data-add-row data-rows=id
+    // data-template=id> appends a copy of the template to the rows and focuses it.
+    var remover = event.target.closest("[data-remove-row]");
+    if (remover) {
+      var row = remover.closest(".rows-item");
+      if (row) row.remove();
+    }
+    var adder = event.target.closest("[data-add-row]");
+    if (adder) {
+      var rows = document.getElementById(adder.getAttribute("data-rows"));
+      var template = document.getElementById(adder.getAttribute("data-template"));
+      if (rows && template) {
+        rows.appendChild(template.content.cloneNode(true));
+        var field = rows.lastElementChild && rows.lastElementChild.querySelector("textarea, input");
+        if (field) field.focus();
+      }
+    }
+  });
+  // <input data-escape-clicks=".cancel">: Escape clicks that button of its form.
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape") return;
+    var input = event.target.closest && event.target.closest("[data-escape-clicks]");
+    if (!input || !input.form) return;
+    var button = input.form.querySelector(input.getAttribute("data-escape-clicks"));
+    if (button) { event.preventDefault(); button.click(); }
+  });
+  // <input data-focus-checks="#radio">: focusing it checks that radio.
+  document.addEventListener("focusin", function (event) {
+    var input = event.target.closest && event.target.closest("[data-focus-checks]");
+    if (!input) return;
+    var radio = document.querySelector(input.getAttribute("data-focus-checks"));
+    if (radio) radio.checked = true;
+  });
+  // hx-trigger="every 3s" data-poll-paused-by=".rename-form": no refresh while such an element
+  // is inside (it would be replaced mid-edit). A trigger filter would need eval, which the CSP forbids.
+  document.body.addEventListener("htmx:confirm", function (event) {
+    var elt = event.detail.elt;
+    var selector = elt && elt.getAttribute && elt.getAttribute("data-poll-paused-by");
+    if (selector && elt.querySelector(selector)) event.preventDefault();
+  });
+
   window.Evalsite = { showToast: showToast };
 })();

@@ -58,7 +58,7 @@ def test_too_many_failures_for_a_username_are_refused_even_with_the_right_passwo
 
 
 def test_too_many_failures_from_one_address_are_refused_for_any_username(client, alice, bob, settings):
-    settings.LOGIN_THROTTLE_ATTEMPTS = 3
+    settings.LOGIN_THROTTLE_ADDRESS_ATTEMPTS = 3
     for name in ("x1", "x2", "x3"):
         _login(client, name, "wrong")
 
@@ -74,8 +74,49 @@ def test_another_address_can_still_sign_in_other_users(alice, bob, settings):
         _login(attacker, "alice", "wrong")
 
     assert _login(victim, "bob", PASSWORD).status_code == 302
-    # alice's own counter is per username, whatever the address.
-    assert _login(Client(REMOTE_ADDR="10.0.0.3"), "alice", PASSWORD).status_code == 429
+    # The guesser locked alice out of its own address only: from hers she still signs in.
+    assert _login(attacker, "alice", PASSWORD).status_code == 429
+    assert _login(Client(REMOTE_ADDR="10.0.0.3"), "alice", PASSWORD).status_code == 302
+
+
+def test_a_username_is_locked_everywhere_only_after_the_longer_threshold(alice, settings):
+    settings.LOGIN_THROTTLE_ATTEMPTS = 2
+    settings.LOGIN_THROTTLE_USERNAME_ATTEMPTS = 4
+    for n in range(4):  # a guesser spread over four addresses, under the per-address limit each
+        _login(Client(REMOTE_ADDR=f"10.1.0.{n}"), "alice", "wrong")
+
+    assert _login(Client(REMOTE_ADDR="10.2.0.1"), "alice", PASSWORD).status_code == 429
+
+
+def test_behind_a_trusted_proxy_each_client_has_its_own_counter(alice, bob, settings):
+    settings.LOGIN_THROTTLE_ATTEMPTS = 2
+    settings.LOGIN_THROTTLE_ADDRESS_ATTEMPTS = 2
+    settings.LOGIN_TRUSTED_PROXIES = 1
+    proxy = "10.9.9.9"  # every request reaches gunicorn from nginx
+    attacker = Client(REMOTE_ADDR=proxy, HTTP_X_FORWARDED_FOR="203.0.113.5")
+    for _ in range(2):
+        _login(attacker, "alice", "wrong")
+    assert _login(attacker, "bob", PASSWORD).status_code == 429  # the attacker's address is locked
+
+    victim = Client(REMOTE_ADDR=proxy, HTTP_X_FORWARDED_FOR="198.51.100.7")
+    assert _login(victim, "alice", PASSWORD).status_code == 302
+
+
+def test_a_forged_forwarded_for_does_not_pick_the_address(alice, settings):
+    settings.LOGIN_THROTTLE_ATTEMPTS = 2
+    settings.LOGIN_TRUSTED_PROXIES = 1
+    # The client wrote its own X-Forwarded-For; nginx appended the address it really saw.
+    for n in range(2):
+        _login(Client(REMOTE_ADDR="10.9.9.9", HTTP_X_FORWARDED_FOR=f"1.2.3.{n}, 203.0.113.5"), "alice", "wrong")
+    forged = Client(REMOTE_ADDR="10.9.9.9", HTTP_X_FORWARDED_FOR="9.9.9.9, 203.0.113.5")
+    assert _login(forged, "alice", PASSWORD).status_code == 429
+
+
+def test_without_trusted_proxies_the_header_is_ignored(alice, settings):
+    settings.LOGIN_THROTTLE_ATTEMPTS = 2
+    for n in range(2):
+        _login(Client(REMOTE_ADDR="10.5.5.5", HTTP_X_FORWARDED_FOR=f"1.2.3.{n}"), "alice", "wrong")
+    assert _login(Client(REMOTE_ADDR="10.5.5.5", HTTP_X_FORWARDED_FOR="4.4.4.4"), "alice", PASSWORD).status_code == 429
 
 
 def test_the_throttle_ends_after_the_window(client, alice, settings):

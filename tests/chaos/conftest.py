@@ -1,3 +1,75 @@
-"""Chaos tests share the run tests' helpers (dataset builder, worker-cache reset, polling)."""
+"""Chaos tests share the run tests' helpers (dataset builder, worker-cache reset, polling).
 
-from tests.runs.conftest import _clear_worker_caches, make_dataset  # noqa: F401  (fixtures)
+Each chaos test runs on its own Redis (`own_redis`: a redis-server on a free port, no
+persistence), never the machine's, and its worker runs at the shipped WORKER_CONCURRENCY.
+"""
+
+import socket
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from tests.runs.conftest import _clear_worker_caches, make_dataset, wait_for  # noqa: F401  (fixtures)
+
+
+class RedisServer:
+    """A throwaway redis-server on a free TCP port, with no persistence: a restart loses everything."""
+
+    def __init__(self) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> "RedisServer":
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--daemonize", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        client = redis.Redis.from_url(self.url)
+        wait_for(lambda: self._pings(client), timeout=30, interval=0.1, what="redis-server to accept connections")
+        client.close()
+        return self
+
+    @staticmethod
+    def _pings(client: redis.Redis) -> bool:
+        try:
+            return bool(client.ping())
+        except redis.ConnectionError:
+            return False
+
+    def kill(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+def _point_celery_at(app, url: str) -> None:
+    from kombu import pools
+
+    app.conf.broker_url = url
+    # Celery's broker pools live in kombu's global registry: close and forget them all (as after a
+    # fork), so the next send builds fresh ones for `url` and later tests never get a closed pool.
+    pools.reset()
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
+@pytest.fixture
+def own_redis(settings) -> Iterator[RedisServer]:
+    """This test's own Redis, for the worker (REDIS_URL) and for this process's Celery producer."""
+    from evalsite.celery import app
+
+    server = RedisServer().start()
+    old_url = app.conf.broker_url
+    settings.BROKER_URL = settings.CELERY_BROKER_URL = server.url
+    settings.REDIS_CLIENT_URL = server.url
+    # The Celery app read its broker at first use: point it at this server and drop pooled connections.
+    _point_celery_at(app, server.url)
+    yield server
+    _point_celery_at(app, old_url)
+    server.kill()

@@ -52,11 +52,11 @@ def _blip_database(seconds: float) -> None:
     assert killed > 0  # the worker's connections really were cut
 
 
-def test_a_database_blip_mid_run_loses_no_case(celery_worker, fake_llm, make_dataset, alice, settings):
+def test_a_database_blip_mid_run_loses_no_case(celery_worker, fake_llm, make_dataset, alice, settings, own_redis):
     settings.EVALSITE_STALE_CLAIM_SECONDS = 8
     fake_llm.set_latency(0.3)
     dataset = make_dataset(10, kind=Agent.Kind.LLM)
-    worker = celery_worker(concurrency=3, beat=True)
+    worker = celery_worker(concurrency=settings.WORKER_CONCURRENCY, beat=True, env={"REDIS_URL": own_redis.url})
     run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
     wait_for(
         lambda: Result.objects.filter(run=run, status=Result.Status.PASS).count() >= 3,

@@ -30,7 +30,7 @@ def _every(nth: int, reply: dict[str, Any]) -> Callable[[dict[str, Any]], dict[s
 
 
 def test_a_run_against_a_flaky_provider_completes_with_readable_errors(
-    celery_worker, fake_llm, make_dataset, alice, settings
+    celery_worker, fake_llm, make_dataset, alice, settings, own_redis
 ):
     settings.EVALSITE_LLM_TIMEOUT = 2
     settings.EVALSITE_LLM_RETRIES = 2
@@ -48,7 +48,7 @@ def test_a_run_against_a_flaky_provider_completes_with_readable_errors(
     faults = {2: "ALWAYS-500", 6: "ALWAYS-429", 10: "BAD-KEY", 14: "HANGS-ONCE", 18: "HANGS-ALWAYS"}
     questions = [f"Question {n:02d}: {faults.get(n, 'plain')} - how long is the refund window?" for n in range(1, 25)]
     dataset = make_dataset(24, kind=Agent.Kind.LLM, questions=questions)
-    worker = celery_worker(concurrency=3)
+    worker = celery_worker(concurrency=settings.WORKER_CONCURRENCY, env={"REDIS_URL": own_redis.url})
 
     run = wait_settled(services.run_start(agent=dataset.agent, dataset=dataset, user=alice), timeout=180, worker=worker)
 

@@ -14,11 +14,11 @@ pytestmark = [pytest.mark.chaos, pytest.mark.worker]
 
 
 def test_a_sigtermed_worker_finishes_its_cases_and_a_new_worker_completes_the_run(
-    celery_worker, fake_llm, make_dataset, alice
+    celery_worker, fake_llm, make_dataset, alice, settings, own_redis
 ):
     fake_llm.set_latency(0.5)
     dataset = make_dataset(8, kind=Agent.Kind.LLM, dataset={"number_of_requests": 2})
-    first = celery_worker(concurrency=3)
+    first = celery_worker(concurrency=settings.WORKER_CONCURRENCY, env={"REDIS_URL": own_redis.url})
     run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
     wait_for(
         lambda: Result.objects.filter(run=run, status=Result.Status.PASS).count() >= 4,
@@ -36,7 +36,7 @@ def test_a_sigtermed_worker_finishes_its_cases_and_a_new_worker_completes_the_ru
         assert result.status in (Result.Status.PASS, Result.Status.QUEUED), (result.pk, result.status)
     assert not Result.objects.filter(run=run, status=Result.Status.RUNNING).exists()
 
-    second = celery_worker(concurrency=3)
+    second = celery_worker(concurrency=settings.WORKER_CONCURRENCY, env={"REDIS_URL": own_redis.url})
     run = wait_settled(run, timeout=120, worker=second)
 
     assert run.status == Run.Status.COMPLETED

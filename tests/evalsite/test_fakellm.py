@@ -256,7 +256,7 @@ def test_as_llama_cpp_it_goes_on_generating_after_the_client_gave_up(fake_llm_se
         _post(fake_llm_server, "/v1/chat/completions", body, timeout=0.2)
 
     assert fake_llm_server.in_flight == 1  # still busy with the abandoned answer
-    _wait_until(lambda: fake_llm_server.in_flight == 0)
+    wait_for(lambda: fake_llm_server.in_flight == 0, timeout=10, what="the abandoned answer to end")
     assert fake_llm_server.requests[0].status == 200
 
 

@@ -9,8 +9,10 @@ from urllib.parse import urlsplit
 
 import pytest
 from django.urls import resolve
+from django.utils import timezone
 
 from datasets.models import Document
+from evalsite.models import WorkerHeartbeat
 from runs import engine
 from runs.models import Run
 from tests.datasets.files import pdf_bytes
@@ -37,4 +39,6 @@ def stored_objects(url_objects, media_root) -> dict[str, int | str]:  # noqa: F8
     Document.objects.filter(pk=document.pk).update(size=len(data), sha256=hashlib.sha256(data).hexdigest())
     run = Run.objects.get(pk=url_objects["run_id"])
     signed = urlsplit(engine.document_url(run, document.pk)).path
+    # A worker that beats, so /healthz answers 200 like the rest of the sweep (its 503: tests/evalsite).
+    WorkerHeartbeat.objects.create(name="sweep-worker", started_at=timezone.now(), last_seen=timezone.now())
     return {**url_objects, "token": resolve(signed).kwargs["token"]}

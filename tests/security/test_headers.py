@@ -56,6 +56,11 @@ def test_every_response_forbids_framing_and_sniffing(client_alice, stored_object
         assert response["Content-Security-Policy"].split(";")[0].strip() == "sandbox"
         return
     assert response["X-Frame-Options"] == "DENY", url
+    if response["Content-Type"].startswith("text/html"):
+        assert "default-src 'self'" in response["Content-Security-Policy"], url
+    if route.name == "healthz":  # the status endpoint for load balancers: JSON, not a file
+        assert response["Content-Type"] == "application/json", url
+        return
     disposition = response.get("Content-Disposition", "")
     if disposition or not response["Content-Type"].startswith("text/html"):
         # A file, not a page: only ever a download.

@@ -5,6 +5,11 @@ beat and gunicorn, prefixes their output like `docker compose up`, and on Ctrl-C
 SIGTERM or SIGHUP stops them in order: web, beat, worker (warm shutdown, so tasks in
 flight finish), Redis. A second Ctrl-C kills at once.
 
+It supervises: a service that exits on its own (a killed worker, an OOM, a crash) is
+restarted after a backoff (1 s, doubling up to 30 s, back to 1 s once it has stayed up
+for a minute), and the restart is logged with its cause. The others, web included, keep
+running; only Ctrl-C or SIGTERM stops the stack.
+
 Each service runs in its own session, so the terminal's Ctrl-C reaches only this
 launcher, which then stops the services in the right order, and a whole process
 group (gunicorn's or Celery's pool children included) can be killed if a service
@@ -22,6 +27,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +38,8 @@ from evalsite import embedded_redis
 
 PR_SET_PDEATHSIG = 1
 COLORS = {"redis": "31", "worker": "33", "beat": "35", "web": "36"}
+# Restart backoff: first delay, its cap, and how long a service must stay up to reset it.
+BACKOFF_FIRST, BACKOFF_MAX, BACKOFF_RESET_AFTER = 1.0, 30.0, 60.0
 
 
 def _die_with_parent() -> None:
@@ -46,10 +54,16 @@ class Service:
     process: subprocess.Popen
     # How long a graceful stop may take before the whole process group is killed.
     stop_timeout: float
+    # Starts the service again after it died (None: it is not restarted).
+    spawn: Callable[[], subprocess.Popen] | None = None
     # Signal only the main process: gunicorn and Celery stop their own children in order.
     stop_signal: int = signal.SIGTERM
     buffer: bytes = b""
     output: list[str] = field(default_factory=list)
+    started_at: float = field(default_factory=time.monotonic)
+    restarts: int = 0
+    backoff: float = BACKOFF_FIRST
+    restart_at: float | None = None  # set while it is dead and waiting for its restart
 
     @property
     def running(self) -> bool:
@@ -62,8 +76,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST") or "127.0.0.1")
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT") or 8000))
-        parser.add_argument("--web-workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY") or 2))
-        parser.add_argument("--worker-concurrency", type=int, default=int(os.environ.get("WORKER_CONCURRENCY") or 4))
+        parser.add_argument("--web-workers", type=int, default=settings.WEB_CONCURRENCY)
+        parser.add_argument("--worker-concurrency", type=int, default=settings.WORKER_CONCURRENCY)
         parser.add_argument(
             "--stop-timeout",
             type=float,
@@ -84,17 +98,14 @@ class Command(BaseCommand):
         # The services inherit the address served, so their SITE_URL default (links in
         # exports and in document links for http agents) is this one, not port 8000.
         os.environ.update(HOST=str(host), PORT=str(port))
-        failed = False
         try:
             self._start_all(options)
-            failed = self._supervise(f"http://{host}:{port}")
+            self._supervise(f"http://{host}:{port}")
         finally:
             self._stop_all(options["stop_timeout"])
         left = self._leftovers()
         if left:
             raise CommandError(f"Processes of the stack are still running (process groups {left}).")
-        if failed:
-            raise CommandError("A service stopped unexpectedly; the stack was shut down.")
         self._say("Stopped. No Evalsite process is left running.")
 
     # Starting.
@@ -104,11 +115,15 @@ class Command(BaseCommand):
         if not settings.REDIS_URL:
             socket_path = settings.EMBEDDED_REDIS_SOCKET
             self._say(f"REDIS_URL is unset: starting the embedded Redis on {socket_path}")
+
+            def spawn_redis() -> subprocess.Popen:
+                return embedded_redis.start(socket_path, **self._popen_kwargs())
+
             try:
-                process = embedded_redis.start(socket_path, **self._popen_kwargs())
+                process = spawn_redis()
             except embedded_redis.EmbeddedRedisError as error:
                 raise CommandError(str(error)) from error
-            self._track("redis", process, stop_timeout=10)
+            self._track("redis", process, stop_timeout=10, spawn=spawn_redis)
         queue = settings.CELERY_TASK_DEFAULT_QUEUE
         self._launch(
             "worker",
@@ -151,14 +166,25 @@ class Command(BaseCommand):
     def _launch(self, name: str, command: list[str], *, stop_timeout: float) -> None:
         if self.stop_requests:
             return
-        self._track(name, subprocess.Popen(command, **self._popen_kwargs()), stop_timeout=stop_timeout)
 
-    def _track(self, name: str, process: subprocess.Popen, *, stop_timeout: float) -> None:
-        service = Service(name=name, process=process, stop_timeout=stop_timeout)
-        assert process.stdout is not None
-        os.set_blocking(process.stdout.fileno(), False)
-        self.selector.register(process.stdout, selectors.EVENT_READ, service)
+        def spawn() -> subprocess.Popen:
+            return subprocess.Popen(command, **self._popen_kwargs())
+
+        self._track(name, spawn(), stop_timeout=stop_timeout, spawn=spawn)
+
+    def _track(
+        self, name: str, process: subprocess.Popen, *, stop_timeout: float, spawn: Callable[[], subprocess.Popen]
+    ) -> None:
+        service = Service(name=name, process=process, stop_timeout=stop_timeout, spawn=spawn)
+        self._watch(service)
         self.services.append(service)
+        self._say(f"{name} started (pid {process.pid})")
+
+    def _watch(self, service: Service) -> None:
+        stdout = service.process.stdout
+        assert stdout is not None
+        os.set_blocking(stdout.fileno(), False)
+        self.selector.register(stdout, selectors.EVENT_READ, service)
 
     def _check_port_free(self, host: str, port: int) -> None:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -173,8 +199,8 @@ class Command(BaseCommand):
 
     # Running.
 
-    def _supervise(self, url: str) -> bool:
-        """Pump output until a stop is requested (False) or a service dies (True)."""
+    def _supervise(self, url: str) -> None:
+        """Pump output and restart what dies, until a stop is requested."""
         announced = False
         worker_ready = False
         started = last_probe = time.monotonic()
@@ -183,11 +209,8 @@ class Command(BaseCommand):
             worker_ready = worker_ready or any(
                 " ready." in line for s in self.services if s.name == "worker" for line in s.output
             )
-            dead = [s for s in self.services if not s.running]
-            if dead:
-                for service in dead:
-                    self._say(f"{service.name} exited with code {service.process.returncode}: stopping the stack.")
-                return True
+            for service in self.services:
+                self._keep_up(service)
             # The banner waits for the web server to answer and the worker to consume,
             # so what it promises is true when it is printed.
             if not announced and worker_ready and time.monotonic() - last_probe >= 1:
@@ -195,7 +218,48 @@ class Command(BaseCommand):
                 if self._web_answers(url):
                     self._announce(url, time.monotonic() - started)
                     announced = True
-        return False
+
+    def _keep_up(self, service: Service) -> None:
+        """A service that exited on its own is restarted after its backoff, the cause logged."""
+        if service.running or service.spawn is None or self.stop_requests:
+            return
+        now = time.monotonic()
+        if service.restart_at is None:
+            self._pump(timeout=0)  # its last words first
+            if now - service.started_at >= BACKOFF_RESET_AFTER:
+                service.backoff = BACKOFF_FIRST
+            service.restart_at = now + service.backoff
+            self._say(
+                f"{service.name} (pid {service.process.pid}) exited unexpectedly: {self._cause(service)}; "
+                f"restarting it in {service.backoff:.0f} s (restart {service.restarts + 1})."
+            )
+            self._kill_group(service)  # pool children its death left behind
+            service.backoff = min(service.backoff * 2, BACKOFF_MAX)
+            return
+        if now < service.restart_at:
+            return
+        try:
+            process = service.spawn()
+        except Exception as error:  # e.g. the embedded Redis could not start: try again later
+            self._say(f"{service.name} could not be restarted ({error}); trying again in {service.backoff:.0f} s.")
+            service.restart_at = now + service.backoff
+            service.backoff = min(service.backoff * 2, BACKOFF_MAX)
+            return
+        service.process, service.buffer, service.output = process, b"", []
+        service.started_at, service.restart_at = now, None
+        service.restarts += 1
+        self._watch(service)
+        self._say(f"{service.name} restarted (pid {process.pid}, restart {service.restarts}).")
+
+    @staticmethod
+    def _cause(service: Service) -> str:
+        code = service.process.returncode
+        if code is not None and code < 0:
+            cause = f"killed by {signal.Signals(-code).name}"
+        else:
+            cause = f"exit code {code}"
+        last = next((line.strip() for line in reversed(service.output) if line.strip()), "")
+        return f"{cause} (last line: {last[:200]})" if last else cause
 
     def _pump(self, timeout: float) -> None:
         for key, _ in self.selector.select(timeout=timeout):
@@ -206,6 +270,10 @@ class Command(BaseCommand):
                 continue
             if not chunk:
                 self.selector.unregister(key.fileobj)
+                # A restarted service gets a new pipe: close the old one rather than leak it.
+                close = getattr(key.fileobj, "close", None)
+                if close is not None:
+                    close()
                 chunk = b"\n" if service.buffer else b""
             service.buffer += chunk
             *lines, service.buffer = service.buffer.split(b"\n")

@@ -1,0 +1,93 @@
+"""Worker liveness: each Celery worker writes a heartbeat row; the console, /healthz and the reaper read it.
+
+A worker's identity (`WORKER_ID`) is made in its main process when it starts, before the
+pool forks, so every pool child inherits it and stamps it on the results it claims
+(Result.claimed_by). When a worker is killed (kill -9, OOM) its heartbeat stops, and the
+reaper re-queues its claims as soon as the heartbeat is older than
+EVALSITE_WORKER_HEARTBEAT_TTL, instead of waiting out the stale-claim timeout. A live
+worker beats every EVALSITE_WORKER_HEARTBEAT_INTERVAL (a fifth of the TTL by default), so a
+live case is never taken for dead.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connections
+from django.utils import timezone
+
+from evalsite.models import WorkerHeartbeat
+
+logger = logging.getLogger(__name__)
+
+# Empty outside a worker (web, tests driving cases in-process): such claims fall back to the timeout.
+WORKER_ID = ""
+_stop = threading.Event()
+
+
+def worker_start() -> str:
+    """In the worker's main process, before the pool forks and before it consumes: take an
+    identity and beat once (a claim stamped with an identity that has no row yet would look
+    dead to the reaper), then keep beating from a thread."""
+    global WORKER_ID
+    WORKER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    now = timezone.now()
+    WorkerHeartbeat.objects.create(name=WORKER_ID, started_at=now, last_seen=now)
+    # Rows of workers gone for a day are history, not liveness.
+    WorkerHeartbeat.objects.filter(last_seen__lt=now - timedelta(days=1)).delete()
+    connections.close_all()  # the pool children must not inherit this connection
+    _stop.clear()
+    threading.Thread(target=_beat, name="worker-heartbeat", daemon=True).start()
+    return WORKER_ID
+
+
+def worker_stop() -> None:
+    """A clean shutdown (tasks finished): say so at once rather than let the heartbeat age."""
+    _stop.set()
+    if WORKER_ID:
+        WorkerHeartbeat.objects.filter(name=WORKER_ID).delete()
+
+
+def _beat() -> None:
+    while not _stop.wait(settings.EVALSITE_WORKER_HEARTBEAT_INTERVAL):
+        try:
+            now = timezone.now()
+            if not WorkerHeartbeat.objects.filter(name=WORKER_ID).update(last_seen=now):
+                WorkerHeartbeat.objects.create(name=WORKER_ID, started_at=now, last_seen=now)
+        except Exception:  # a database blip: the next beat tries again on a fresh connection
+            logger.warning("Worker heartbeat failed", exc_info=True)
+            connections.close_all()
+
+
+def live_worker_ids() -> list[str]:
+    cutoff = timezone.now() - timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_TTL)
+    return list(WorkerHeartbeat.objects.filter(last_seen__gte=cutoff).values_list("name", flat=True))
+
+
+def dead_workers() -> list[WorkerHeartbeat]:
+    """Workers whose heartbeat stopped without a clean shutdown (a clean one deletes its row)."""
+    cutoff = timezone.now() - timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_TTL)
+    return list(WorkerHeartbeat.objects.filter(last_seen__lt=cutoff))
+
+
+def workers_forget(dead: list[WorkerHeartbeat]) -> None:
+    """The reaper has dealt with these: forget them, unless one has beaten again meanwhile."""
+    for worker in dead:
+        WorkerHeartbeat.objects.filter(pk=worker.pk, last_seen=worker.last_seen).delete()
+
+
+def last_heartbeat_age() -> float | None:
+    """Seconds since any worker last beat, or None if none ever did (or all stopped cleanly)."""
+    last = WorkerHeartbeat.objects.order_by("-last_seen").values_list("last_seen", flat=True).first()
+    return None if last is None else (timezone.now() - last).total_seconds()
+
+
+def worker_running() -> bool:
+    age = last_heartbeat_age()
+    return age is not None and age <= settings.EVALSITE_WORKER_HEARTBEAT_TTL

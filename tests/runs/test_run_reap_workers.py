@@ -1,0 +1,103 @@
+"""The reaper and worker heartbeats: a claim whose worker stopped beating is re-queued at once."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from evalsite import workers
+from evalsite.models import WorkerHeartbeat
+from runs import services
+from runs.models import Result
+
+pytestmark = pytest.mark.django_db
+
+
+def _claimed(make_dataset, alice, *, by: str) -> Result:
+    dataset = make_dataset(5)
+    run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
+    result = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
+    # Claimed a moment ago: its own claim heartbeat is fresh, far from the stale-claim timeout.
+    Result.objects.filter(pk=result.pk).update(
+        status=Result.Status.RUNNING, claimed_at=timezone.now(), claimed_by=by, attempts=1
+    )
+    return result
+
+
+def _beat(name: str, seconds_ago: float) -> None:
+    seen = timezone.now() - timedelta(seconds=seconds_ago)
+    WorkerHeartbeat.objects.create(name=name, started_at=seen, last_seen=seen)
+
+
+def test_a_claim_of_a_worker_that_stopped_beating_is_requeued_at_once(make_dataset, alice, no_llm, settings):
+    _beat("killed:1", settings.EVALSITE_WORKER_HEARTBEAT_TTL + 1)
+    result = _claimed(make_dataset, alice, by="killed:1")
+
+    assert services.run_reap() == 1
+    after = Result.objects.get(pk=result.pk)
+    assert after.status == Result.Status.QUEUED and after.token != result.token
+
+
+def test_a_claim_of_a_worker_with_no_heartbeat_row_is_requeued(make_dataset, alice, no_llm):
+    result = _claimed(make_dataset, alice, by="never-seen:1")  # its row was pruned, or it died before
+    assert services.run_reap() == 1
+    assert Result.objects.get(pk=result.pk).status == Result.Status.QUEUED
+
+
+def test_a_claim_of_a_live_worker_is_left_alone(make_dataset, alice, no_llm):
+    _beat("alive:1", 1)
+    result = _claimed(make_dataset, alice, by="alive:1")
+    assert services.run_reap() == 0
+    assert Result.objects.get(pk=result.pk).token == result.token
+
+
+def test_a_claim_made_outside_a_worker_waits_for_its_timeout(make_dataset, alice, no_llm):
+    result = _claimed(make_dataset, alice, by="")
+    assert services.run_reap() == 0
+    assert Result.objects.get(pk=result.pk).status == Result.Status.RUNNING
+
+
+def test_a_reaper_whose_own_heartbeat_is_stale_judges_no_other_worker(
+    make_dataset, alice, no_llm, settings, monkeypatch
+):
+    # The database was out of reach: every heartbeat, the reaper's own included, is old.
+    stale = settings.EVALSITE_WORKER_HEARTBEAT_TTL + 5
+    _beat("reaper:1", stale)
+    _beat("other:1", stale)
+    monkeypatch.setattr(workers, "WORKER_ID", "reaper:1")
+    result = _claimed(make_dataset, alice, by="other:1")
+
+    assert services.run_reap() == 0
+    assert Result.objects.get(pk=result.pk).status == Result.Status.RUNNING
+
+
+def test_claims_are_stamped_with_the_worker_identity(make_dataset, alice, no_llm, monkeypatch):
+    monkeypatch.setattr(workers, "WORKER_ID", "host:42:abcd")
+    dataset = make_dataset(1)
+    run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
+    result = Result.objects.get(run=run)
+    claimed = services.execution._result_claim(result.pk, result.token)
+    assert claimed is not None and claimed.claimed_by == "host:42:abcd"
+
+
+def test_cases_queued_before_a_worker_died_are_sent_again_once(
+    make_dataset, alice, no_llm, settings, django_capture_on_commit_callbacks
+):
+    # The dead worker had taken these messages from Redis but not started them.
+    dataset = make_dataset(5)
+    run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
+    a_while_ago = timezone.now() - timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_TTL + 10)
+    Result.objects.filter(run=run, status=Result.Status.QUEUED).update(queued_at=a_while_ago)
+    _beat("killed:2", settings.EVALSITE_WORKER_HEARTBEAT_TTL + 5)  # beat after they were queued, then died
+
+    with django_capture_on_commit_callbacks(execute=False):
+        assert services.run_reap() == 3
+    assert not WorkerHeartbeat.objects.filter(name="killed:2").exists()  # dealt with once
+    assert services.run_reap() == 0  # and not again: they were queued just now
+
+
+def test_cases_queued_after_the_death_are_not_sent_again(make_dataset, alice, no_llm, settings):
+    _beat("killed:3", settings.EVALSITE_WORKER_HEARTBEAT_TTL + 20)
+    dataset = make_dataset(5)
+    services.run_start(agent=dataset.agent, dataset=dataset, user=alice)  # queued now, long after the death
+    assert services.run_reap() == 0
