@@ -197,7 +197,8 @@ def extract_json(text: str) -> Any:
             candidates.append(cleaned[start : end + 1])
     for candidate in candidates:
         try:
-            return json.loads(candidate)
+            # strict=False: raw newlines inside strings, which llama.cpp's JSON grammar lets through.
+            return json.loads(candidate, strict=False)
         except ValueError:
             continue
     return None

@@ -194,6 +194,15 @@ def test_it_finds_the_json_inside_a_chatty_answer(answer):
     assert llm.parse_json_answer(answer, VERDICT_SCHEMA) == (GOOD_VERDICT, None)
 
 
+def test_raw_newlines_inside_strings_are_read(fake_llm):
+    # llama.cpp's JSON grammar lets them through; strict JSON would refuse the whole answer.
+    fake_llm.add_rule(task="judge", reply='{"score": 9, "verdict": "Correct", "reasoning": "Paris\nis right."}')
+
+    result = llm.complete_json(HELLO, schema=VERDICT_SCHEMA, task="judge")
+
+    assert result.data["reasoning"] == "Paris\nis right." and result.attempts == 1
+
+
 def test_it_retries_429_then_succeeds(fake_llm):
     fake_llm.add_rule(status=429, headers={"Retry-After": "0"}, times=2)
 

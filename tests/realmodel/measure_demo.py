@@ -104,7 +104,7 @@ def _start_server(fake: bool, workdir: Path):
         server = FakeLLM().start()
         server.set_server("llama.cpp")
         return server.url, server.stop
-    from tests.realmodel.conftest import LlamaServer
+    from tests.realmodel.server import LlamaServer
 
     llama = LlamaServer(workdir / "llama.log").start()
     return llama.url, llama.stop

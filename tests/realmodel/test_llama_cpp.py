@@ -18,7 +18,7 @@ from evalsite.llm import client
 from runs import services
 from runs.models import Result, Run
 from runs.scoring import JUDGE_SCHEMA, Evaluation, JudgeError, judge, judge_prompt
-from tests.realmodel.conftest import CONTEXT_TOKENS, MODEL_ALIAS
+from tests.realmodel.server import CONTEXT_TOKENS, MODEL_ALIAS
 from tests.runs.conftest import wait_settled
 
 pytestmark = pytest.mark.realmodel
