@@ -53,6 +53,11 @@
     });
   });
 
+  // <input data-select-on-focus>: a one-time value (a new API token) is selected whole when focused.
+  document.addEventListener("focusin", function (event) {
+    if (event.target.matches && event.target.matches("input[data-select-on-focus]")) event.target.select();
+  });
+
   // <button data-copy="#selector"> copies that input's value (or element's text).
   document.addEventListener("click", function (event) {
     var button = event.target.closest("[data-copy]");
