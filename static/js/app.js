@@ -57,6 +57,10 @@
   document.addEventListener("focusin", function (event) {
     if (event.target.matches && event.target.matches("input[data-select-on-focus]")) event.target.select();
   });
+  document.addEventListener("DOMContentLoaded", function () {
+    var focused = document.activeElement;  // autofocus may have run before this script
+    if (focused && focused.matches("input[data-select-on-focus]")) focused.select();
+  });
 
   // <button data-copy="#selector"> copies that input's value (or element's text).
   document.addEventListener("click", function (event) {
