@@ -87,6 +87,7 @@ class AgentForm(forms.Form):
         self.fixed_kind = kind
         from evalsite import llm  # the gateway's default bound on an agent answer (settings only, no model call)
 
+        self.fields["llm_timeout"].widget.attrs["placeholder"] = f"{llm.timeout_for('agent'):g}"
         self.fields["llm_timeout"].help_text = (
             f"How long to wait for one answer of the model (1-{LLM_TIMEOUT_MAX}). Blank uses the console's default "
             f"for agent answers ({llm.timeout_for('agent'):g} s). A timed-out answer is an error and is not retried "

@@ -228,7 +228,7 @@ def test_the_llm_section_offers_a_timeout_that_defaults_to_the_console(client_al
     settings.EVALSITE_LLM_TIMEOUTS = {"agent": 90.0}
     text = client_alice.get(_url(llm_agent)).text
 
-    assert 'name="llm_timeout"' in text
+    assert 'name="llm_timeout"' in text and 'placeholder="90"' in text
     assert "Blank uses the console&#x27;s default for agent answers (90 s)" in text
     assert "EVALSITE_LLM_RETRY_TIMEOUTS" in text
 
