@@ -156,6 +156,8 @@ class LLMAdapter(Adapter):
                 temperature=self.version.temperature,
                 tools=tools,
                 trace=trace,
+                # The agent's own bound on one answer; None = the gateway's for task "agent".
+                timeout=float(self.version.llm_timeout) if self.version.llm_timeout else None,
             )
         except llm.LLMNotConfigured as error:
             raise AgentConfigError(error.message) from error

@@ -21,6 +21,7 @@ LABELS = {
     "model": "Model",
     "temperature": "Temperature",
     "tools": "Tools",
+    "llm_timeout": "Timeout",
     "http_url": "Endpoint URL",
     "http_headers": "Headers",
     "http_timeout": "Timeout",
@@ -83,6 +84,8 @@ def _lines(name: str, value: Any) -> list[str]:
         return [value or "(default model)"]
     if name == "temperature":
         return ["(model default)" if value is None else f"{value:g}"]
+    if name == "llm_timeout":
+        return ["(console default)" if value is None else f"{value} seconds"]
     if name == "http_timeout":
         return [f"{value} seconds"]
     return str(value or "").splitlines()

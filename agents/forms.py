@@ -13,7 +13,14 @@ from django.core.exceptions import ValidationError
 from django.forms import BaseFormSet, formset_factory
 
 from agents.models import Agent
-from agents.services import HEADER_NAME_RE, HTTP_TIMEOUT_MAX, KIND_FIELDS, TOOL_NAME_RE, kind_form_fields
+from agents.services import (
+    HEADER_NAME_RE,
+    HTTP_TIMEOUT_MAX,
+    KIND_FIELDS,
+    LLM_TIMEOUT_MAX,
+    TOOL_NAME_RE,
+    kind_form_fields,
+)
 from evalsite.forms import optional_textarea
 
 
@@ -45,6 +52,12 @@ class AgentForm(forms.Form):
         widget=forms.NumberInput(attrs={"step": "0.1"}),
         help_text="0 = most deterministic, best for evaluations. Blank uses the model's default.",
     )
+    llm_timeout = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=LLM_TIMEOUT_MAX,
+        label="Timeout (seconds)",
+    )
     http_url = forms.URLField(
         max_length=500,
         required=False,
@@ -72,6 +85,14 @@ class AgentForm(forms.Form):
         if kind is not None:  # editing: the kind is fixed once the agent exists
             del self.fields["kind"]
         self.fixed_kind = kind
+        from evalsite import llm  # the gateway's default bound on an agent answer (settings only, no model call)
+
+        self.fields["llm_timeout"].widget.attrs["placeholder"] = f"{llm.timeout_for('agent'):g}"
+        self.fields["llm_timeout"].help_text = (
+            f"How long to wait for one answer of the model (1-{LLM_TIMEOUT_MAX}). Blank uses the console's default "
+            f"for agent answers ({llm.timeout_for('agent'):g} s). A timed-out answer is an error and is not retried "
+            "unless the server sets EVALSITE_LLM_RETRY_TIMEOUTS."
+        )
 
     @property
     def selected_kind(self) -> str:
@@ -92,7 +113,16 @@ class AgentForm(forms.Form):
         kind = self.selected_kind
         # Sections of other kinds are hidden in the page and never saved: their errors
         # (e.g. a half-typed URL before switching kind) must not block the save.
-        for name in ("instructions", "skills", "knowledge", "guardrails", "model", "temperature", "http_url"):
+        for name in (
+            "instructions",
+            "skills",
+            "knowledge",
+            "guardrails",
+            "model",
+            "temperature",
+            "llm_timeout",
+            "http_url",
+        ):
             if name not in kind_form_fields(kind):
                 self.errors.pop(name, None)
         if "http_url" not in KIND_FIELDS[kind]:
@@ -294,6 +324,7 @@ class AgentEditor:
         values: dict[str, Any] = {
             **{key: data.get(key) for key in ("instructions", "skills", "knowledge", "guardrails", "model")},
             "temperature": data.get("temperature"),
+            "llm_timeout": data.get("llm_timeout"),
             "http_url": data.get("http_url") or "",
             "http_timeout": data.get("http_timeout") or 30,
         }

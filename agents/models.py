@@ -38,6 +38,7 @@ class AgentVersion(models.Model):
         "model",
         "temperature",
         "tools",
+        "llm_timeout",
         "http_url",
         "http_headers",
         "http_timeout",
@@ -56,6 +57,8 @@ class AgentVersion(models.Model):
     temperature = models.FloatField(null=True, blank=True)
     # [{"name", "description", "parameters": JSON schema, "result": canned result text}]
     tools = models.JSONField(default=list, blank=True)
+    # Seconds one answer of an llm agent may take; null = the console's default for agent answers.
+    llm_timeout = models.PositiveIntegerField(null=True, blank=True)
     http_url = models.URLField(max_length=500, blank=True)
     # {"Header-Name": "secret value"}: values are write-only in the UI.
     http_headers = models.JSONField(default=dict, blank=True)

@@ -25,13 +25,23 @@ CONFIG_DEFAULTS: dict[str, Any] = {
     "model": "",
     "temperature": None,
     "tools": [],
+    "llm_timeout": None,
     "http_url": "",
     "http_headers": {},
     "http_timeout": 30,
 }
 # The fields each kind uses; the forms show and save only these.
 KIND_FIELDS: dict[str, tuple[str, ...]] = {
-    Agent.Kind.LLM: ("instructions", "skills", "knowledge", "guardrails", "model", "temperature", "tools"),
+    Agent.Kind.LLM: (
+        "instructions",
+        "skills",
+        "knowledge",
+        "guardrails",
+        "model",
+        "temperature",
+        "tools",
+        "llm_timeout",
+    ),
     Agent.Kind.HTTP: ("http_url", "http_headers", "http_timeout"),
     Agent.Kind.KNOWLEDGE: ("instructions", "knowledge"),
 }
@@ -39,6 +49,7 @@ KIND_FIELDS: dict[str, tuple[str, ...]] = {
 # never receives them, so they are not in KIND_FIELDS (what the agent's answers use).
 GENERATION_ONLY_FIELDS: dict[str, tuple[str, ...]] = {Agent.Kind.HTTP: ("instructions", "knowledge")}
 HTTP_TIMEOUT_MAX = 300
+LLM_TIMEOUT_MAX = 600
 
 
 def kind_form_fields(kind: str) -> tuple[str, ...]:
@@ -107,6 +118,9 @@ def _config_clean(*, kind: str, config: dict[str, Any]) -> dict[str, Any]:
         raise ValidationError({"temperature": "Temperature must be between 0 and 2."})
     if not 1 <= int(config["http_timeout"]) <= HTTP_TIMEOUT_MAX:
         raise ValidationError({"http_timeout": f"The timeout must be between 1 and {HTTP_TIMEOUT_MAX} seconds."})
+    llm_timeout = config["llm_timeout"]
+    if llm_timeout is not None and not 1 <= int(llm_timeout) <= LLM_TIMEOUT_MAX:
+        raise ValidationError({"llm_timeout": f"The timeout must be between 1 and {LLM_TIMEOUT_MAX} seconds."})
     if kind == Agent.Kind.HTTP:
         if not config["http_url"]:
             raise ValidationError({"http_url": "An HTTP agent needs the URL of its endpoint."})

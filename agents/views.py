@@ -44,7 +44,12 @@ def _config_display(version: AgentVersion | None) -> dict[str, Any]:
     ]
     # Counted the way the knowledge agent splits its text when it answers.
     passages = split_passages(version.knowledge or "")
-    return {"tools": tools, "passages": len(passages), "default_model": llm.model_for("llm")}
+    return {
+        "tools": tools,
+        "passages": len(passages),
+        "default_model": llm.model_for("llm"),
+        "default_llm_timeout": f"{llm.timeout_for('agent'):g}",
+    }
 
 
 # ---- list and create -----------------------------------------------------------

@@ -68,12 +68,14 @@ def max_tokens_for(task: str) -> int | None:
     return settings.EVALSITE_LLM_MAX_TOKENS.get(task) or None
 
 
-def call_bound(task: str) -> float:
-    """The longest a `task` call can take, every attempt, backoff and queueing for the model included."""
+def call_bound(task: str, *, timeout: float | None = None) -> float:
+    """The longest a `task` call can take, every attempt, backoff and queueing for the model included.
+
+    `timeout` is a caller's own per-attempt timeout (an llm agent's), else the task's."""
     attempts = 1 + settings.EVALSITE_LLM_RETRIES
     backoff = sum(min(settings.EVALSITE_LLM_BACKOFF * 2.0**i, MAX_BACKOFF_SECONDS) for i in range(attempts - 1))
     queue = settings.EVALSITE_LLM_QUEUE_TIMEOUT if settings.EVALSITE_LLM_CONCURRENCY else 0.0
-    return attempts * timeout_for(task) + backoff + queue
+    return attempts * (timeout_for(task) if timeout is None else timeout) + backoff + queue
 
 
 @functools.cache

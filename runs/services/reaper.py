@@ -99,12 +99,19 @@ def _reap_settled(now: Any, claim_cutoff: Any) -> None:
     # One summary per run, ever: it is not asked again (a second finish would also queue a
     # second suggestion job), the run says so instead. The window follows the call bounds, so
     # a slow local model still writing its summary is never taken for a lost one.
-    settled.filter(summary="", summary_note=SUMMARY_PENDING_NOTE, finished_at__lt=now - _summary_window()).update(
-        summary_note=SUMMARY_LOST_NOTE
-    )
+    # An llm agent with its own, longer timeout widens the window of its runs.
+    pending = settled.filter(summary="", summary_note=SUMMARY_PENDING_NOTE)
+    default = llm.timeout_for("agent")
+    longer = Q(agent_version__llm_timeout__gt=default)
+    pending.exclude(longer).filter(finished_at__lt=now - _summary_window()).update(summary_note=SUMMARY_LOST_NOTE)
+    for seconds in set(pending.filter(longer).values_list("agent_version__llm_timeout", flat=True)):
+        pending.filter(agent_version__llm_timeout=seconds, finished_at__lt=now - _summary_window(seconds)).update(
+            summary_note=SUMMARY_LOST_NOTE
+        )
 
 
-def _summary_window() -> timedelta:
+def _summary_window(agent_timeout: float | None = None) -> timedelta:
     # The run's last cases (agent and judge calls) may finish after finished_at (Stop), then the summary call.
-    bound = llm.call_bound("agent") + llm.call_bound("judge") + llm.call_bound("summary")
+    agent = llm.call_bound("agent", timeout=agent_timeout)
+    bound = agent + llm.call_bound("judge") + llm.call_bound("summary")
     return timedelta(seconds=bound + settings.EVALSITE_STALE_CLAIM_SECONDS)

@@ -263,3 +263,11 @@ def test_a_response_without_an_answer_is_an_error(agent_server, body, message):
 def test_an_http_agent_without_a_url_cannot_run():
     with pytest.raises(AgentConfigError, match="no endpoint URL"):
         adapter_for(_version(Agent.Kind.HTTP, http_url="")).check()
+
+
+def test_the_llm_agent_passes_its_own_timeout_to_the_gateway(fake_llm):
+    fake_llm.add_rule(task="agent", reply="late", delay=1.5)
+    with pytest.raises(AgentError, match=r"^The model did not answer within 1 s\.$") as caught:
+        adapter_for(_version(Agent.Kind.LLM, llm_timeout=1)).ask(AgentRequest(question="Q"))
+    assert caught.value.retryable
+    assert fake_llm.count(task="agent") == 1  # a timeout is not retried (EVALSITE_LLM_RETRY_TIMEOUTS off)

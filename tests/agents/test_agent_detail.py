@@ -1,5 +1,6 @@
 from django.urls import reverse
 
+from agents import services
 from runs.models import Run
 from tests.agents.conftest import SECRET
 from tests.factories import DatasetFactory, TestCaseFactory
@@ -108,3 +109,12 @@ def test_anonymous_users_are_sent_to_login(client, llm_agent):
     response = client.get(_url(llm_agent))
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("accounts:login"))
+
+
+def test_the_llm_configuration_shows_the_agents_timeout_or_the_default(client_alice, llm_agent, alice, settings):
+    settings.EVALSITE_LLM_TIMEOUT = 60.0
+    settings.EVALSITE_LLM_TIMEOUTS = {}
+    assert "Console default · 60 seconds" in client_alice.get(_url(llm_agent)).text
+
+    services.agent_update(agent=llm_agent, user=alice, llm_timeout=45)
+    assert "45 seconds" in client_alice.get(_url(llm_agent)).text

@@ -221,3 +221,47 @@ def test_an_http_agent_keeps_a_description_used_only_for_generation(client_alice
     assert [rule.text for rule in agent_rules(version)] == ["Answers billing questions.", "Refunds take 5 days."]
     page = client_alice.get(_url(http_agent)).text
     assert "Description for test generation" in page and "never receives this text" in page
+
+
+def test_the_llm_section_offers_a_timeout_that_defaults_to_the_console(client_alice, llm_agent, settings):
+    settings.EVALSITE_LLM_TIMEOUT = 60.0
+    settings.EVALSITE_LLM_TIMEOUTS = {"agent": 90.0}
+    text = client_alice.get(_url(llm_agent)).text
+
+    assert 'name="llm_timeout"' in text and 'placeholder="90"' in text
+    assert "Blank uses the console&#x27;s default for agent answers (90 s)" in text
+    assert "EVALSITE_LLM_RETRY_TIMEOUTS" in text
+
+
+def test_an_llm_agent_saves_its_own_timeout_as_a_new_version(client_alice, llm_agent):
+    response = client_alice.post(_url(llm_agent), _llm_data(llm_agent, llm_timeout="45"))
+
+    llm_agent.refresh_from_db()
+    assert response.status_code == 302
+    assert (llm_agent.current_version.number, llm_agent.current_version.llm_timeout) == (2, 45)
+
+    client_alice.post(_url(llm_agent), _llm_data(llm_agent, llm_timeout=""))
+    llm_agent.refresh_from_db()
+    assert (llm_agent.current_version.number, llm_agent.current_version.llm_timeout) == (3, None)
+
+
+def test_an_llm_timeout_out_of_range_is_a_field_error(client_alice, llm_agent):
+    response = client_alice.post(_url(llm_agent), _llm_data(llm_agent, llm_timeout="0"))
+
+    assert response.status_code == 200
+    assert "Ensure this value is greater than or equal to 1." in response.text
+    llm_agent.refresh_from_db()
+    assert llm_agent.versions.count() == 1
+
+
+def test_an_http_agent_neither_shows_nor_saves_an_llm_timeout(client_alice, http_agent):
+    rows = [{"existing": "True", "name": "Authorization"}, {"existing": "True", "name": "X-Env"}]
+    client_alice.post(_url(http_agent), _http_data(http_agent, rows, llm_timeout="45", http_timeout="25"))
+
+    http_agent.refresh_from_db()
+    assert http_agent.current_version.http_timeout == 25
+    assert http_agent.current_version.llm_timeout is None
+    # A stray value of a hidden section does not block the save either.
+    client_alice.post(_url(http_agent), _http_data(http_agent, rows, llm_timeout="0", http_timeout="26"))
+    http_agent.refresh_from_db()
+    assert http_agent.current_version.http_timeout == 26

@@ -90,3 +90,22 @@ def test_far_apart_changes_are_separated_by_a_gap_marker(team, alice):
     assert [line.kind for line in lines].count("hunk") == 1
     assert lines[0].kind != "hunk"
     assert [line.text for line in lines if line.kind == "add"] == ["line one", "line twenty-eight"]
+
+
+def test_an_llm_timeout_change_is_shown_with_the_other_llm_settings(llm_agent, alice):
+    v1 = llm_agent.current_version
+    v2 = services.agent_update(agent=llm_agent, user=alice, llm_timeout=45, temperature=0.5).current_version
+    v3 = services.agent_update(agent=llm_agent, user=alice, llm_timeout=None).current_version
+
+    fields = _by_field(version_diff(v1, v2))
+
+    assert list(fields) == ["temperature", "llm_timeout"]
+    assert fields["llm_timeout"].label == "Timeout"
+    assert [(line.kind, line.text) for line in fields["llm_timeout"].lines] == [
+        ("del", "(console default)"),
+        ("add", "45 seconds"),
+    ]
+    assert [(line.kind, line.text) for line in _by_field(version_diff(v2, v3))["llm_timeout"].lines] == [
+        ("del", "45 seconds"),
+        ("add", "(console default)"),
+    ]

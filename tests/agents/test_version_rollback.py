@@ -68,3 +68,19 @@ def test_anonymous_users_are_sent_to_login(client, llm_agent, alice):
     agent, v1 = _two_versions(llm_agent, alice)
     assert client.post(_url(agent, v1))["Location"].startswith(reverse("accounts:login"))
     assert agent.versions.count() == 2
+
+
+def test_a_rollback_restores_the_llm_timeout_and_later_versions_keep_it(client_alice, llm_agent, alice):
+    agent = services.agent_update(agent=llm_agent, user=alice, llm_timeout=45)
+    with_timeout = agent.current_version
+    agent = services.agent_update(agent=agent, user=alice, llm_timeout=None, instructions="Second")
+    assert agent.current_version.llm_timeout is None
+
+    client_alice.post(_url(agent, with_timeout))
+
+    agent.refresh_from_db()
+    assert agent.current_version.rolled_back_from == with_timeout
+    assert agent.current_version.llm_timeout == 45
+    # An edit of another field copies the timeout into the next version.
+    agent = services.agent_update(agent=agent, user=alice, guardrails="Be strict.")
+    assert agent.current_version.llm_timeout == 45

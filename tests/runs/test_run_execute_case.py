@@ -193,3 +193,28 @@ def test_a_running_case_keeps_its_claim_fresh(make_dataset, alice, fake_llm, set
     result.refresh_from_db()
     assert result.status == Result.Status.PASS
     assert (result.claimed_at - result.queued_at).total_seconds() >= 1.5
+
+
+def test_an_llm_agent_with_its_own_timeout_errors_when_the_model_is_slower(make_dataset, alice, fake_llm):
+    # The console's default for agent answers (5 s under the fake) would wait for a 1.5 s answer;
+    # this agent allows 1 s, so its case is an Error, and the timeout is not retried.
+    fake_llm.add_rule(task="agent", reply="Too late.", delay=1.5)
+    dataset = make_dataset(1, kind=Agent.Kind.LLM, version={"llm_timeout": 1})
+
+    run = drive(_start(dataset, alice))
+
+    result = Result.objects.get(run=run)
+    assert result.status == Result.Status.ERROR
+    assert result.error == "The model did not answer within 1 s."
+    assert fake_llm.count(task="agent") == 1
+
+
+def test_an_llm_agent_without_its_own_timeout_waits_as_long_as_the_default(make_dataset, alice, fake_llm):
+    fake_llm.add_rule(task="agent", reply="Refunds are available within 30 days of purchase.", delay=1.5)
+    dataset = make_dataset(1, kind=Agent.Kind.LLM)
+
+    run = drive(_start(dataset, alice))
+
+    result = Result.objects.get(run=run)
+    assert result.status != Result.Status.ERROR, result.error
+    assert result.actual_answer == "Refunds are available within 30 days of purchase."

@@ -128,3 +128,28 @@ def test_a_summary_lost_past_its_call_bounds_is_noted_not_asked_again(
     run.refresh_from_db()
     assert run.summary_note == "No summary: the worker writing it stopped. The figures above are complete."
     assert not run.summary_pending
+
+
+def test_the_summary_window_follows_an_llm_agents_own_longer_timeout(
+    make_dataset, alice, no_llm, settings, django_capture_on_commit_callbacks
+):
+    from evalsite import llm
+
+    run = drive(_start(make_dataset, alice, cases=1))
+    # The run's agent may take 600 s per answer: its last cases can finish long after the default bound.
+    run.agent_version.__class__.objects.filter(pk=run.agent_version_id).update(llm_timeout=600)
+    default = llm.call_bound("agent") + llm.call_bound("judge") + llm.call_bound("summary")
+    past_default = timezone.now() - timedelta(seconds=default + settings.EVALSITE_STALE_CLAIM_SECONDS + 5)
+    Run.objects.filter(pk=run.pk).update(summary="", summary_note=Run.SUMMARY_PENDING_NOTE, finished_at=past_default)
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        services.run_reap()
+
+    assert callbacks == []
+    assert Run.objects.get(pk=run.pk).summary_note == Run.SUMMARY_PENDING_NOTE
+
+    longer = llm.call_bound("agent", timeout=600) + llm.call_bound("judge") + llm.call_bound("summary")
+    past_longer = timezone.now() - timedelta(seconds=longer + settings.EVALSITE_STALE_CLAIM_SECONDS + 5)
+    Run.objects.filter(pk=run.pk).update(finished_at=past_longer)
+    services.run_reap()
+    assert Run.objects.get(pk=run.pk).summary_note.startswith("No summary: the worker writing it stopped.")

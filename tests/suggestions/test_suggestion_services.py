@@ -227,3 +227,20 @@ def test_a_rewrite_that_keeps_the_field_and_adds_to_it_goes_to_review(agent, ali
     preview = suggestion_rewrite_preview(run=run, suggestions=chosen)
 
     assert preview["knowledge"] == (KNOWLEDGE, KNOWLEDGE + "\n" + PHONE)
+
+
+@pytest.mark.django_db
+def test_applying_a_suggestion_keeps_the_agents_llm_timeout(team, alice, no_llm):
+    agent = AgentFactory(team=team, kind="llm", version__llm_timeout=45, version__knowledge="Refunds: 30 days.")
+    run = _run(agent, [("fail", PHONE, "No idea.", 1)], average=1.0)
+    suggestion = suggestion_generate(run_id=run.pk)[0]
+    chosen = suggestion_edits_validate(
+        run=run, edits=[SuggestionEdit(id=suggestion.pk, title="Hotline", category="knowledge", description="x")]
+    )
+
+    version = suggestion_apply(
+        run=run, user=alice, suggestions=chosen, fields={"knowledge": "Refunds: 30 days.\n" + PHONE}
+    )
+
+    assert version.number == 2
+    assert version.llm_timeout == 45
