@@ -203,7 +203,6 @@ class ItemOut(Schema):
         }
 
 
-
 class MappingIn(StrictSchema):
     mapping: dict[str, Any] | None = Field(
         None,

@@ -61,6 +61,8 @@ _REFUSAL = re.compile(
 def is_refusal(expected: str) -> bool:
     """The expected answer is a refusal ("The knowledge does not say...", "I don't know")."""
     return bool(_REFUSAL.search(expected.lower().replace("’", "'")))
+
+
 def contains_nul(value: object) -> bool:
     """Whether a decoded JSON value holds a NUL character anywhere (PostgreSQL cannot store one in text)."""
     if isinstance(value, str):

@@ -120,6 +120,8 @@ def version_run_blocker(*, version: AgentVersion) -> str:
     except AgentConfigError as error:
         return error.message
     return ""
+
+
 def run_reexecutions(*, run: Run) -> int:
     """How many times this run's cases were executed again because their worker was lost
     (kill -9, OOM, a lost broker connection): each may have asked the agent a second time."""

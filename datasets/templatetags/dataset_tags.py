@@ -63,6 +63,8 @@ def snippet(text: object, width: int, query: str = "") -> str:
 def matches(text: object, query: str) -> bool:
     pattern = _terms_pattern(query)
     return bool(pattern and text and pattern.search(str(text)))
+
+
 @register.inclusion_tag("datasets/partials/file_drop.html")
 def file_drop(
     field: BoundField,

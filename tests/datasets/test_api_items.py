@@ -171,6 +171,8 @@ def test_unknown_fields_in_an_item_body_are_a_422(alice, dataset):
     case = TestCaseFactory(dataset=dataset)
     patched = api.patch(_url(dataset, case.pk), {"answer": "x"}, content_type="application/json")
     assert patched.status_code == 422
+
+
 def test_an_item_gives_its_source_apart_from_its_attachments(alice, agent, dataset):
     from datasets.models import Document
 

@@ -327,6 +327,8 @@ def test_the_review_step_offers_the_choice_off_with_its_warning(client_alice, ag
     assert checkbox is not None and "checked" not in checkbox.group(0)
     assert "Let the agent read the uploaded document" in html
     assert "the agent then reads the expected answers too" in html
+
+
 def test_a_refused_name_resumes_on_the_name_step_with_the_file_kept(client_alice, agent):
     from tests.factories import DatasetFactory
 
