@@ -251,7 +251,12 @@ class HttpAdapter(Adapter):
             try:
                 response = _http_client().post(self.version.http_url, json=payload, headers=headers, timeout=timeout)
             except httpx.TimeoutException as exc:
-                error = AgentError(f"The agent did not answer within {timeout:g} s{after}.", retryable=True)
+                # Not asked again by default: the agent may still be working on it (and a
+                # second request repeats the expensive part), as for model calls.
+                error = AgentError(
+                    f"The agent did not answer within {timeout:g} s{after}.",
+                    retryable=settings.EVALSITE_LLM_RETRY_TIMEOUTS,
+                )
                 cause: Exception = exc
             except httpx.TransportError as exc:
                 error = AgentError(f"Could not connect to the agent at {self.version.http_url}{after}.", retryable=True)

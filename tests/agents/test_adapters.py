@@ -240,7 +240,21 @@ def test_transient_failures_are_retried(agent_server, settings):
     assert len(agent_server.received) == 3
 
 
-def test_a_timeout_is_an_error_after_the_retries(agent_server, settings):
+def test_a_timeout_is_not_asked_again_by_default(agent_server, settings):
+    # The agent may still be working on it (and have side effects): a second request repeats
+    # the expensive part, so only EVALSITE_LLM_RETRY_TIMEOUTS asks again.
+    settings.EVALSITE_LLM_RETRIES = 1
+    settings.EVALSITE_LLM_BACKOFF = 0.01
+    agent_server.replies += [(200, {"answer": "late"}, 3), (200, {"answer": "late"}, 3)]
+    with pytest.raises(AgentError, match=r"The agent did not answer within 1 s\.$"):
+        adapter_for(_version(Agent.Kind.HTTP, http_url=agent_server.url, http_timeout=1)).ask(
+            AgentRequest(question="Q")
+        )
+    assert len(agent_server.received) == 1
+
+
+def test_a_timeout_is_an_error_after_the_retries_when_timeouts_are_retried(agent_server, settings):
+    settings.EVALSITE_LLM_RETRY_TIMEOUTS = True
     settings.EVALSITE_LLM_RETRIES = 1
     settings.EVALSITE_LLM_BACKOFF = 0.01
     agent_server.replies += [(200, {"answer": "late"}, 3), (200, {"answer": "late"}, 3)]
