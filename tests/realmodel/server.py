@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.resources
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -61,7 +62,10 @@ class LlamaServer:
             "False",
         ]
         log = self.log_path.open("wb")
-        self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        # llama_cpp.server's settings read HOST and PORT from the environment before its
+        # flags, and `make` exports Evalsite's own (8000): give it ours.
+        env = {**os.environ, "HOST": "127.0.0.1", "PORT": str(self.port)}
+        self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             assert self.process.poll() is None, f"llama_cpp.server exited: {self.log()[-3000:]}"
@@ -71,6 +75,7 @@ class LlamaServer:
                         return self
             except OSError:
                 time.sleep(0.5)
+        self.stop()  # never leave a half-started server behind (it would hold its port)
         raise AssertionError(f"llama_cpp.server did not start in {START_TIMEOUT} s: {self.log()[-3000:]}")
 
     def log(self) -> str:
