@@ -107,7 +107,7 @@ def test_a_stopped_run_never_passes_the_gate(agent, dataset):
 @pytest.mark.django_db
 def test_a_stopped_or_failed_run_is_not_ok_in_json(agent, dataset):
     _finished(agent, dataset, [("pass", 9.0), ("skipped", None)], status=Run.Status.STOPPED)
-    code, out, _ = _evalrun(
+    args = (
         "--agent",
         agent.name,
         "--dataset",
@@ -119,23 +119,13 @@ def test_a_stopped_or_failed_run_is_not_ok_in_json(agent, dataset):
         "--request-key",
         "ci-42",
     )
+    code, out, _ = _evalrun(*args)
     data = json.loads(out)
     assert code == 2
     assert data["ok"] is False and data["exit_code"] == 2 and data["status"] == "stopped"
     assert "stopped before it finished" in data["reason"]
     Run.objects.update(status=Run.Status.FAILED, error="The agent has no model.")
-    code, out, _ = _evalrun(
-        "--agent",
-        agent.name,
-        "--dataset",
-        dataset.name,
-        "--wait",
-        "--json",
-        "--threshold",
-        "0",
-        "--request-key",
-        "ci-42",
-    )
+    code, out, _ = _evalrun(*args)
     data = json.loads(out)
     assert code == 2 and data["ok"] is False
     assert data["reason"] == "The run failed: The agent has no model."
