@@ -23,6 +23,10 @@ from agents.services import (
 )
 from evalsite.forms import optional_textarea
 
+# Every field of some kind's sections, in KIND_FIELDS order: the page hides the sections
+# of the kinds not chosen.
+SECTION_FIELDS = tuple(dict.fromkeys(name for kind in Agent.Kind.values for name in kind_form_fields(kind)))
+
 
 class AgentForm(forms.Form):
     name = forms.CharField(max_length=120)
@@ -113,20 +117,8 @@ class AgentForm(forms.Form):
         kind = self.selected_kind
         # Sections of other kinds are hidden in the page and never saved: their errors
         # (e.g. a half-typed URL before switching kind) must not block the save.
-        for name in (
-            "instructions",
-            "skills",
-            "knowledge",
-            "guardrails",
-            "model",
-            "temperature",
-            "llm_timeout",
-            "http_url",
-        ):
-            if name not in kind_form_fields(kind):
-                self.errors.pop(name, None)
-        if "http_url" not in KIND_FIELDS[kind]:
-            self.errors.pop("http_timeout", None)
+        for name in set(SECTION_FIELDS) - set(kind_form_fields(kind)):
+            self.errors.pop(name, None)
         if kind == Agent.Kind.LLM and not cleaned.get("instructions", "").strip():
             self.add_error("instructions", "An LLM agent needs instructions (its system prompt).")
         if kind == Agent.Kind.KNOWLEDGE and not cleaned.get("knowledge", "").strip():
@@ -321,18 +313,17 @@ class AgentEditor:
     def config(self) -> dict[str, Any]:
         """The settings of the agent's kind, ready for agent_create/agent_update."""
         data = self.form.cleaned_data
-        values: dict[str, Any] = {
-            **{key: data.get(key) for key in ("instructions", "skills", "knowledge", "guardrails", "model")},
-            "temperature": data.get("temperature"),
-            "llm_timeout": data.get("llm_timeout"),
-            "http_url": data.get("http_url") or "",
-            "http_timeout": data.get("http_timeout") or 30,
-        }
-        if "tools" in KIND_FIELDS[self.kind]:
+        values: dict[str, Any] = {key: data.get(key) for key in kind_form_fields(self.kind)}
+        # The formsets hold these two; an empty URL or timeout field means the default.
+        if "tools" in values:
             values["tools"] = self.tool_forms.tools()
-        if "http_headers" in KIND_FIELDS[self.kind]:
+        if "http_headers" in values:
             values["http_headers"] = self.header_forms.cleaned_headers
-        return {key: values[key] for key in kind_form_fields(self.kind)}
+        if "http_url" in values:
+            values["http_url"] = values["http_url"] or ""
+        if "http_timeout" in values:
+            values["http_timeout"] = values["http_timeout"] or 30
+        return values
 
     def has_errors(self) -> bool:
         if not self.form.is_bound:

@@ -185,7 +185,7 @@ class ItemOut(Schema):
     @staticmethod
     def resolve_position(case: TestCase) -> int:
         number = getattr(case, "number", None)  # annotated by item_list
-        return number if number is not None else services.case_index(case=case) + 1
+        return number if number is not None else selectors.case_index(case=case) + 1
 
     @staticmethod
     def resolve_documents(case: TestCase) -> list[Any]:

@@ -11,7 +11,7 @@ read as HTML could not run script or reach the app's cookies and pages.
 
 from __future__ import annotations
 
-import logging
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -26,8 +26,7 @@ from datasets.extraction import sandbox
 from datasets.extraction.errors import ExtractionFailed, FileRejected
 from datasets.extraction.validation import ValidatedFile, validate_file
 from datasets.models import Dataset, Document, TestCase
-
-logger = logging.getLogger(__name__)
+from evalsite.storage import stored_files_delete
 
 CONTENT_TYPES = {
     "pdf": "application/pdf",
@@ -72,11 +71,8 @@ def document_store(*, team: Team, dataset: Dataset | None, upload: UploadedFile,
 
 
 def document_file_delete(document: Document) -> None:
-    if document.file and document.file.name:
-        try:
-            document.file.storage.delete(document.file.name)
-        except OSError:
-            logger.warning("Could not delete stored file %s", document.file.name)
+    """Remove a stored file whose row will not be kept (the caller's transaction failed)."""
+    stored_files_delete([document.file.name])
 
 
 def case_document_attach(*, case: TestCase, upload: UploadedFile, validated: ValidatedFile | None = None) -> Document:
@@ -104,8 +100,7 @@ def case_document_detach(*, case: TestCase, document: Document) -> None:
     if not is_source_document(document) and not document.cases.exists():
         file_name = document.file.name
         document.delete()
-        if file_name is not None:  # always set on a saved row; None is only an unsaved FieldFile's
-            transaction.on_commit(lambda: _delete_name(file_name))
+        transaction.on_commit(partial(stored_files_delete, [file_name]))
 
 
 def is_source_document(document: Document) -> bool:
@@ -114,15 +109,6 @@ def is_source_document(document: Document) -> bool:
     if dataset is None or dataset.source != Dataset.Source.UPLOAD:
         return False
     return dataset.documents.order_by("pk").values_list("pk", flat=True).first() == document.pk
-
-
-def _delete_name(name: str) -> None:
-    from django.core.files.storage import default_storage
-
-    try:
-        default_storage.delete(name)
-    except OSError:
-        logger.warning("Could not delete stored file %s", name)
 
 
 # ---- serving ---------------------------------------------------------------------

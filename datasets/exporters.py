@@ -10,80 +10,19 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Iterable
 from typing import Any
 
 from django.utils.text import slugify
 
+from datasets.fields import CSV_FIELDS, EVAL_SET_EXTENSION_FIELDS, SCORING_FIELDS, invocation_ids, neutralise
 from datasets.models import Dataset, TestCase
 
-# A spreadsheet treats a cell starting with one of these as a formula (OWASP CSV injection).
-FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\n")
-
-CSV_HEADER = (
-    "case_id",
-    "question",
-    "expected_answer",
-    "document_context",
-    "tags",
-    "judge_guideline",
-    "expected_tools",
-    "trajectory_mode",
-    "check_tool_args",
-    "expected_context",
-    "turns",
-    "smoke_count",
-    "smoke_guidance",
-    "tests_rule",
-    "source_file",
-    "source_location",
-    "source_span",
-    "metadata",
-    "import_warnings",
-)
-
-
-def neutralise(value: str) -> str:
-    """Prefix "'" to a cell that a spreadsheet would run as a formula.
-
-    A cell that already starts with "'" followed by a trigger (or another "'") gets one
-    more, so the importer, which strips exactly one, gives back the original text.
-    """
-    if value[:1] in FORMULA_TRIGGERS and value:
-        return "'" + value
-    if value[:1] == "'" and len(value) > 1 and (value[1] in FORMULA_TRIGGERS or value[1] == "'"):
-        return "'" + value
-    return value
-
-
-def _json_cell(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False) if value else ""
+CSV_HEADER = tuple(field.name for field in CSV_FIELDS)
 
 
 def _csv_row(case: TestCase) -> list[str]:
-    row = [
-        case.case_id,
-        case.question,
-        case.expected_answer,
-        case.document_context,
-        ", ".join(case.tags),
-        case.judge_guideline,
-        _json_cell(case.expected_tools),
-        case.trajectory_mode,
-        "true" if case.check_tool_args else "false",
-        _json_cell(case.expected_context),
-        _json_cell(case.turns),
-        "" if case.smoke_count is None else str(case.smoke_count),
-        case.smoke_guidance,
-        case.tests_rule,
-        case.source_file,
-        case.source_location,
-        case.source_span,
-        _json_cell(case.metadata),
-        _json_cell(case.import_warnings),
-    ]
-    return [neutralise(cell) for cell in row]
+    return [neutralise(field.cell(getattr(case, field.name))) for field in CSV_FIELDS]
 
 
 def cases_to_csv(cases: Iterable[TestCase]) -> str:
@@ -111,11 +50,6 @@ def _invocation(
         "intermediate_data": {"tool_uses": tools, "intermediate_responses": []},
         "creation_timestamp": timestamp,
     }
-
-
-def invocation_ids(eval_id: str, count: int) -> list[str]:
-    """The ids Evalsite gives a case's invocations when the file it came from had none."""
-    return [f"{eval_id}-turn-{index}" for index in range(1, count + 1)]
 
 
 def _kept_invocation_ids(case: TestCase, eval_id: str, count: int) -> list[str]:
@@ -163,27 +97,13 @@ def case_to_eval_case(case: TestCase, number: int) -> dict[str, Any]:
     # Everything the EvalSet shape has no place for, under our own key (other tools ignore it).
     eval_case["evalsite"] = {
         "case_id": case.case_id,
-        "document_context": case.document_context,
-        "trajectory_mode": case.trajectory_mode,
-        "check_tool_args": case.check_tool_args,
-        "expected_context": case.expected_context,
-        "judge_guideline": case.judge_guideline,
-        "smoke_count": case.smoke_count,
-        "smoke_guidance": case.smoke_guidance,
-        "tests_rule": case.tests_rule,
-        "source_file": case.source_file,
-        "source_location": case.source_location,
-        "source_span": case.source_span,
-        "metadata": case.metadata,
-        "import_warnings": case.import_warnings,
+        **{name: getattr(case, name) for name in EVAL_SET_EXTENSION_FIELDS},
         "documents": [document.original_name for document in case.documents.all()],
     }
     return eval_case
 
 
 def dataset_to_eval_set(dataset: Dataset, cases: Iterable[TestCase]) -> dict[str, Any]:
-    from datasets.services import SCORING_FIELDS
-
     return {
         "eval_set_id": dataset.eval_set_id or slugify(dataset.name) or f"dataset-{dataset.pk}",
         "name": dataset.name,
@@ -192,6 +112,10 @@ def dataset_to_eval_set(dataset: Dataset, cases: Iterable[TestCase]) -> dict[str
         "creation_timestamp": dataset.created_at.timestamp(),
         "evalsite": {"format": 1, "scoring": {key: getattr(dataset, key) for key in SCORING_FIELDS}},
     }
+
+
+def dataset_export_csv(*, dataset: Dataset) -> str:
+    return cases_to_csv(dataset.cases.all())
 
 
 def export_filename(dataset: Dataset, extension: str) -> str:

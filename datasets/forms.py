@@ -1,5 +1,5 @@
 """Input validation for the dataset pages. Normalisation of case fields lives in
-datasets.services.case_fields_clean; the case form parses its repeating rows and
+datasets.fields.case_fields_clean; the case form parses its repeating rows and
 hands everything to it, so the page and every other source agree."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
 
+from datasets.fields import CASE_EDITABLE_FIELDS, case_fields_clean
 from datasets.models import Dataset, TestCase
-from datasets.services import case_fields_clean
 from evalsite.forms import optional_textarea
 
 
@@ -200,18 +200,13 @@ class CaseForm(forms.Form):
         help_text="How to rephrase, e.g. “casual tone, typos, mention the order number”.",
     )
 
-    ADVANCED_FIELDS = (
-        "document_context",
-        "case_id",
-        "turns",
-        "expected_tools",
-        "check_tool_args",
-        "expected_context",
-        "judge_guideline",
-        "tags",
-        "smoke_count",
-        "smoke_guidance",
+    # Behind "More options": every editable field but the three always shown (the
+    # trajectory mode always has a value, so it would keep the section open).
+    ADVANCED_FIELDS = tuple(
+        name for name in CASE_EDITABLE_FIELDS if name not in ("question", "expected_answer", "trajectory_mode")
     )
+    # Edited as repeating rows (turn_rows, tool_rows, chunk_rows), not through `initial`.
+    ROW_FIELDS = ("turns", "expected_tools", "expected_context")
 
     def __init__(
         self, data: Any = None, *, dataset: Dataset | None = None, case: TestCase | None = None, **kwargs: Any
@@ -234,17 +229,10 @@ class CaseForm(forms.Form):
         else:
             self._turns, self._tools, self._chunks = [], [], []
 
-    @staticmethod
-    def _initial(case: TestCase) -> dict[str, Any]:
-        names = ("question", "expected_answer", "document_context", "case_id", "trajectory_mode")
-        initial: dict[str, Any] = {name: getattr(case, name) for name in names}
-        initial.update(
-            check_tool_args=case.check_tool_args,
-            judge_guideline=case.judge_guideline,
-            tags=", ".join(case.tags),
-            smoke_count=case.smoke_count,
-            smoke_guidance=case.smoke_guidance,
-        )
+    @classmethod
+    def _initial(cls, case: TestCase) -> dict[str, Any]:
+        initial = {name: getattr(case, name) for name in CASE_EDITABLE_FIELDS if name not in cls.ROW_FIELDS}
+        initial["tags"] = ", ".join(case.tags)
         return initial
 
     # Rows for the template: what was entered (or saved), plus one blank row to add to.

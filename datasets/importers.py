@@ -17,62 +17,37 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from datasets.exporters import FORMULA_TRIGGERS, invocation_ids
-from datasets.services import SCORING_FIELDS, case_field_label, case_fields_clean, scoring_fields_clean
+from datasets.fields import (
+    CSV_FIELDS,
+    EVAL_SET_EXTENSION_FIELDS,
+    SCORING_FIELDS,
+    case_field_label,
+    case_fields_clean,
+    invocation_ids,
+    scoring_fields_clean,
+    unneutralise,
+)
 from evalsite.text import contains_nul
 
 # How many problems to list before summarising the rest.
 MAX_LISTED_ERRORS = 15
 
-# Normalised header -> case field. The first names are the documented ones.
+# Normalised header -> case field: each field's own name (the columns an export writes),
+# and the other names files use for them.
 CSV_COLUMNS = {
+    **{column.name: column.name for column in CSV_FIELDS},
     "query": "question",
-    "question": "question",
     "expected_results": "expected_answer",
     "expected_result": "expected_answer",
-    "expected_answer": "expected_answer",
     "expected_output": "expected_answer",
     "reference": "expected_answer",
-    "case_id": "case_id",
     "eval_id": "case_id",
-    "tags": "tags",
-    "judge_guideline": "judge_guideline",
-    "expected_tools": "expected_tools",
-    "document_context": "document_context",
-    "trajectory_mode": "trajectory_mode",
-    "check_tool_args": "check_tool_args",
-    "expected_context": "expected_context",
     "expected_retrieval_context": "expected_context",
-    "turns": "turns",
-    "smoke_count": "smoke_count",
-    "smoke_guidance": "smoke_guidance",
-    "tests_rule": "tests_rule",
-    "source_file": "source_file",
-    "source_location": "source_location",
-    "source_span": "source_span",
-    "metadata": "metadata",
-    "import_warnings": "import_warnings",
     # The peer bench's harness and many tools write id / expected.
     "id": "case_id",
     "expected": "expected_answer",
 }
 
-# Keys of the "evalsite" extension object on an exported eval case.
-_EXTENSION_FIELDS = (
-    "document_context",
-    "trajectory_mode",
-    "check_tool_args",
-    "expected_context",
-    "judge_guideline",
-    "smoke_count",
-    "smoke_guidance",
-    "tests_rule",
-    "source_file",
-    "source_location",
-    "source_span",
-    "metadata",
-    "import_warnings",
-)
 # Eval-set fields kept in TestCase.extra and written back on export.
 EXTRA_KEYS = ("session_input", "expected_node_order")
 
@@ -90,6 +65,46 @@ class ParsedFile:
     skipped: list[str] = field(default_factory=list)
     # What the import changed or doubts: [{"where": "row 4", "message": ...}].
     warnings: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class ImportResult:
+    created: int = 0
+    updated: int = 0
+    ignored_columns: list[str] = field(default_factory=list)  # kept on each case as metadata
+    # Cases of the file that were not imported, each with its reason (importers.ParsedFile.skipped).
+    skipped: list[str] = field(default_factory=list)
+    warnings: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def level(self) -> str:
+        """How the message is shown: a warning when something in the file was left out or doubted."""
+        return "warning" if self.skipped or self.warnings else "success"
+
+    @property
+    def message(self) -> str:
+        total = self.created + self.updated
+        noun = "test case" if total == 1 else "test cases"
+        text = f"Imported {total} {noun}"
+        if self.updated:
+            text += f" ({self.created} new, {self.updated} updated by case_id)"
+        text += "."
+        if self.ignored_columns:
+            # The message travels in the HX-Trigger header: a file with thousands of columns
+            # must not make a header bigger than a proxy accepts (nginx answers 502).
+            shown = [name if len(name) <= 40 else name[:39] + "…" for name in self.ignored_columns[:10]]
+            more = len(self.ignored_columns) - len(shown)
+            text += f" Kept as case metadata: {', '.join(shown)}{f' and {more} more' if more else ''}."
+        if self.skipped:
+            # Cut like the columns above: the message travels in a header.
+            listed = [item if len(item) <= 200 else item[:199] + "…" for item in self.skipped[:5]]
+            more = len(self.skipped) - len(listed)
+            noun = "case was" if len(self.skipped) == 1 else "cases were"
+            text += f" {len(self.skipped)} {noun} skipped: {' '.join(listed)}{f' …and {more} more.' if more else ''}"
+        if self.warnings:
+            count = len(self.warnings)
+            text += f" {count} warning{'s' if count != 1 else ''}: see the dataset page."
+        return text
 
 
 # ADK's user-simulator cases: a starting prompt and a plan instead of a scripted conversation.
@@ -155,14 +170,6 @@ def file_kind(name: str, data: bytes) -> str:
 # ---- CSV -----------------------------------------------------------------------
 
 
-def _unneutralise(value: str) -> str:
-    # Our exports prefix cells that would start a spreadsheet formula with "'"; undo it so
-    # export -> import gives back the same text.
-    if len(value) > 1 and value[0] == "'" and (value[1] in FORMULA_TRIGGERS or value[1] == "'"):
-        return value[1:]
-    return value
-
-
 def _header_key(cell: str) -> str:
     return re.sub(r"[\s\-]+", "_", cell.strip().lstrip("\ufeff").lower())
 
@@ -225,7 +232,7 @@ def parse_csv(data: bytes) -> ParsedFile:
                 problems.append(f"Row {row_number}: it has {len(row)} cells but the header has {len(columns)} columns.")
                 continue
             values: dict[str, Any] = {
-                target: _unneutralise(row[index]) if index < len(row) else ""
+                target: unneutralise(row[index]) if index < len(row) else ""
                 for index, target in enumerate(columns)
                 if target
             }
@@ -247,7 +254,7 @@ def parse_csv(data: bytes) -> ParsedFile:
                 fields = case_fields_clean(values, partial=True)
             except ValidationError as exc:
                 problems.extend(
-                    f"Row {row_number}: {_label(name)}: {' '.join(messages)}"
+                    f"Row {row_number}: {case_field_label(name)}: {' '.join(messages)}"
                     for name, messages in exc.message_dict.items()
                 )
                 continue
@@ -271,10 +278,6 @@ def parse_csv(data: bytes) -> ParsedFile:
         warnings.append({"where": f"row {row_number}", "message": message})
     _check_case_count(len(cases))
     return ParsedFile(cases=cases, ignored_columns=ignored, warnings=warnings)
-
-
-def _label(field_name: str) -> str:
-    return case_field_label(field_name)
 
 
 # ---- EvalSet JSON ----------------------------------------------------------------
@@ -364,7 +367,7 @@ def _case_from_eval_case(item: Any) -> dict[str, Any]:
         "expected_tools": tools,
         "tags": item.get("tags") or [],
     }
-    fields.update({key: extension[key] for key in _EXTENSION_FIELDS if key in extension})
+    fields.update({key: extension[key] for key in EVAL_SET_EXTENSION_FIELDS if key in extension})
     extra = {key: _get(item, key) for key in EXTRA_KEYS if _get(item, key) is not None}
     ids = [str(_get(invocation, "invocation_id") or "") for invocation in conversation]
     if ids and all(ids) and ids != invocation_ids(fields["case_id"] or eval_id, len(ids)):

@@ -71,3 +71,8 @@ def dataset_run_blocker(*, dataset: Dataset, case_count: int) -> str:
     if case_count == 0:
         return "Add at least one test case to run an evaluation."
     return ""
+
+
+def case_index(*, case: TestCase) -> int:
+    """The case's 0-based place in its dataset's order (position, then id)."""
+    return case.dataset.cases.filter(Q(position__lt=case.position) | Q(position=case.position, id__lt=case.pk)).count()

@@ -1,16 +1,15 @@
-"""Every write to datasets and test cases.
+"""Every write to datasets and test cases, imports of CSV and EvalSet files included.
 
-`case_fields_clean` is the one place where test case fields are normalised; the
-form, the JSON API, the importers, extraction and AI generation all go through it
-(directly, or through `case_create` / `case_bulk_create` / `case_update`).
+What the fields are and how they are normalised is datasets.fields (`case_fields_clean`,
+`scoring_fields_clean`); parsing a file is datasets.importers, writing one
+datasets.exporters. The JSON export is here because it writes first: it gives every
+case without one a stable case_id, kept on the case.
 """
 
 from __future__ import annotations
 
-import functools
-import json
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from functools import partial
 from pathlib import PurePath
 from typing import Any
 
@@ -19,374 +18,23 @@ from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
-from django.db.models import Max, Q
+from django.db.models import Max
 from django.utils import timezone
+from django.utils.text import slugify
 
 from agents.models import Agent
+from datasets.exporters import dataset_to_eval_set
+from datasets.fields import (
+    NO_EXPECTED_ANSWER,
+    case_field_label,
+    case_fields_clean,
+    clean_text,
+    dataset_name_clean,
+    scoring_fields_clean,
+)
+from datasets.importers import ImportResult, file_kind, parse_csv, parse_eval_set
 from datasets.models import Dataset, Document, TestCase
-
-MAX_TEXT_CHARS = 200_000
-MAX_TURNS = 50
-MAX_TOOLS = 50
-MAX_CONTEXT_CHUNKS = 50
-MAX_TAGS = 20
-MAX_TAG_CHARS = 50
-
-# Fields a person may edit (form, API); provenance is written only by importers and jobs.
-CASE_EDITABLE_FIELDS = (
-    "question",
-    "expected_answer",
-    "document_context",
-    "case_id",
-    "turns",
-    "expected_tools",
-    "trajectory_mode",
-    "check_tool_args",
-    "expected_context",
-    "judge_guideline",
-    "tags",
-    "smoke_count",
-    "smoke_guidance",
-)
-CASE_PROVENANCE_FIELDS = (
-    "tests_rule",
-    "source_file",
-    "source_location",
-    "source_span",
-    "metadata",
-    "import_warnings",
-)
-CASE_FIELDS = CASE_EDITABLE_FIELDS + CASE_PROVENANCE_FIELDS + ("extra",)
-
-_TEXT_FIELDS = (
-    "question",
-    "expected_answer",
-    "document_context",
-    "judge_guideline",
-    "smoke_guidance",
-    "source_span",
-)
-_SHORT_FIELDS = {"case_id": 100, "tests_rule": 300, "source_file": 255, "source_location": 100}
-
-NO_EXPECTED_ANSWER = "No expected answer"  # the start of the import warning (extraction/tables.py)
-
-SCORING_FIELDS = (
-    "acceptance_criteria",
-    "rejection_criteria",
-    "evaluation_criteria",
-    "judge_model",
-    "judge_prompt",
-    "pass_threshold",
-    "number_of_requests",
-    "jaccard_enabled",
-    "vector_enabled",
-)
-
-
-# ---- field normalisation -------------------------------------------------------
-
-
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise ValueError("Enter text.")
-    value = value.replace("\r\n", "\n").strip()
-    if len(value) > MAX_TEXT_CHARS:
-        raise ValueError(f"Keep this under {MAX_TEXT_CHARS:,} characters (it has {len(value):,}).")
-    return value
-
-
-def _short(value: Any, max_length: int) -> str:
-    value = _text(value)
-    if "\n" in value or "\t" in value:
-        raise ValueError("Use a single line.")
-    if len(value) > max_length:
-        raise ValueError(f"Use at most {max_length} characters (it has {len(value)}).")
-    return value
-
-
-def _json_list(value: Any) -> list:
-    """Lists arrive as lists (API, code) or as JSON text (CSV cells)."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"This is not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno}).") from None
-    if not isinstance(value, list):
-        raise ValueError("Enter a list.")
-    return value
-
-
-def _bool(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if value is None:
-        return False
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "y", "on"):
-        return True
-    if text in ("", "0", "false", "no", "n", "off"):
-        return False
-    raise ValueError("Enter true or false.")
-
-
-def _turns(value: Any) -> list[dict[str, str]]:
-    if value in (None, ""):
-        return []
-    turns = []
-    for number, item in enumerate(_json_list(value), start=1):
-        if isinstance(item, str):
-            item = {"user": item}
-        if not isinstance(item, Mapping):
-            raise ValueError(f"Turn {number}: expected an object with a user message.")
-        user = _text(item.get("user"))
-        expected = _text(item.get("expected"))
-        if not user:
-            raise ValueError(f"Turn {number}: the user message is empty.")
-        turns.append({"user": user, "expected": expected})
-    if len(turns) > MAX_TURNS:
-        raise ValueError(f"Use at most {MAX_TURNS} turns.")
-    return turns
-
-
-def _tool_args(raw: Any, number: int) -> dict:
-    if raw in (None, ""):
-        return {}
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"Tool {number}: the arguments are not valid JSON ({exc.msg}).") from None
-    if not isinstance(raw, Mapping):
-        raise ValueError(f'Tool {number}: the arguments must be a JSON object, like {{"order_id": "A-1"}}.')
-    return dict(raw)
-
-
-def _tools(value: Any) -> list[dict[str, Any]]:
-    if value in (None, ""):
-        return []
-    if isinstance(value, str) and not value.lstrip().startswith("["):
-        # "search_kb, create_ticket": names only.
-        value = [name for name in (part.strip() for part in value.replace("\n", ",").split(",")) if name]
-    tools = []
-    for number, item in enumerate(_json_list(value), start=1):
-        if isinstance(item, str):
-            item = {"name": item}
-        if not isinstance(item, Mapping):
-            raise ValueError(f"Tool {number}: expected an object with a name.")
-        # Accept the ADK spellings too ({"tool_name", "tool_input"}) and OpenAI's "arguments".
-        name = item.get("name", item.get("tool_name"))
-        args = item.get("args", item.get("tool_input", item.get("arguments")))
-        try:
-            name = _short(name, 200)
-        except ValueError as exc:
-            raise ValueError(f"Tool {number}: {exc}") from None
-        if not name:
-            raise ValueError(f"Tool {number}: the tool name is empty.")
-        tools.append({"name": name, "args": _tool_args(args, number)})
-    if len(tools) > MAX_TOOLS:
-        raise ValueError(f"Use at most {MAX_TOOLS} expected tools.")
-    return tools
-
-
-def _chunks(value: Any) -> list[str]:
-    if value in (None, ""):
-        return []
-    if isinstance(value, str):
-        value = _json_list(value) if value.lstrip().startswith("[") else [value]
-    chunks = []
-    for number, item in enumerate(_json_list(value), start=1):
-        if not isinstance(item, str):
-            raise ValueError(f"Chunk {number}: enter text.")
-        text = _text(item)
-        if text:
-            chunks.append(text)
-    if len(chunks) > MAX_CONTEXT_CHUNKS:
-        raise ValueError(f"Use at most {MAX_CONTEXT_CHUNKS} context chunks.")
-    return chunks
-
-
-def _tags(value: Any) -> list[str]:
-    if value in (None, ""):
-        return []
-    if isinstance(value, str):
-        value = value.split(",")
-    if not isinstance(value, list | tuple):
-        raise ValueError("Enter a list of tags.")
-    tags: list[str] = []
-    for item in value:
-        if not isinstance(item, str):
-            raise ValueError("Tags must be text.")
-        tag = " ".join(item.split())
-        if "," in tag:
-            raise ValueError(f"Tags cannot contain commas ({tag!r}).")
-        if len(tag) > MAX_TAG_CHARS:
-            raise ValueError(f"Keep each tag under {MAX_TAG_CHARS} characters.")
-        if tag and tag not in tags:
-            tags.append(tag)
-    if len(tags) > MAX_TAGS:
-        raise ValueError(f"Use at most {MAX_TAGS} tags.")
-    return tags
-
-
-def _smoke_count(value: Any) -> int | None:
-    if value in (None, ""):
-        return None
-    try:
-        number = int(str(value).strip())
-    except ValueError:
-        raise ValueError("Enter a whole number from 1 to 10, or leave it empty.") from None
-    if not 1 <= number <= 10:
-        raise ValueError("Enter a whole number from 1 to 10, or leave it empty.")
-    return number
-
-
-def _trajectory_mode(value: Any) -> str:
-    if value in (None, ""):
-        return TestCase.TrajectoryMode.STRICT
-    mode = str(value).strip().lower()
-    if mode not in TestCase.TrajectoryMode.values:
-        raise ValueError(f"Choose one of: {', '.join(TestCase.TrajectoryMode.values)}.")
-    return mode
-
-
-def _extra(value: Any) -> dict:
-    if value in (None, ""):
-        return {}
-    if not isinstance(value, Mapping):
-        raise ValueError("Expected an object.")
-    return dict(value)
-
-
-def _metadata(value: Any) -> dict[str, str]:
-    """Unmapped source columns: {header: text}, both kept as text."""
-    if value in (None, ""):
-        return {}
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"This is not valid JSON ({exc.msg}).") from None
-    if not isinstance(value, Mapping):
-        raise ValueError("Expected an object of column names and values.")
-    return {str(key)[:100]: _text(item if isinstance(item, str) else json.dumps(item)) for key, item in value.items()}
-
-
-def _warnings(value: Any) -> list[str]:
-    if value in (None, ""):
-        return []
-    return [_text(item) for item in _json_list(value) if isinstance(item, str) and item.strip()]
-
-
-_CLEANERS: dict[str, Callable[[Any], Any]] = {
-    **{name: _text for name in _TEXT_FIELDS},
-    **{name: functools.partial(_short, max_length=n) for name, n in _SHORT_FIELDS.items()},
-    "turns": _turns,
-    "expected_tools": _tools,
-    "trajectory_mode": _trajectory_mode,
-    "check_tool_args": _bool,
-    "expected_context": _chunks,
-    "tags": _tags,
-    "smoke_count": _smoke_count,
-    "extra": _extra,
-    "metadata": _metadata,
-    "import_warnings": _warnings,
-}
-
-
-def case_fields_clean(data: Mapping[str, Any], *, partial: bool = False) -> dict[str, Any]:
-    """Validate and normalise test case fields from any source.
-
-    Accepts lists as lists or as JSON text, tags as a list or "a, b", expected tools as
-    [{"name", "args"}] (or ADK's {"tool_name", "tool_input"}, or bare names), and booleans
-    as text. Returns the cleaned values of the keys given; with partial=False the question
-    is required. Raises ValidationError({field: [message]}) naming every bad field.
-    """
-    cleaned: dict[str, Any] = {}
-    errors: dict[str, list[str]] = {}
-    for key, value in data.items():
-        cleaner = _CLEANERS.get(key)
-        if cleaner is None:
-            errors[key] = ["Unknown field."]
-            continue
-        try:
-            cleaned[key] = cleaner(value)
-        except ValueError as exc:
-            errors[key] = [str(exc)]
-    if ("question" in data or not partial) and not cleaned.get("question") and "question" not in errors:
-        errors["question"] = ["Write the question the agent should answer."]
-    if errors:
-        raise ValidationError(errors)
-    return cleaned
-
-
-# How the case form labels each field: messages name fields the way people see them.
-CASE_FIELD_LABELS = {
-    "question": "Question",
-    "expected_answer": "Expected answer",
-    "document_context": "Document context",
-    "case_id": "Case id",
-    "turns": "Earlier turns",
-    "expected_tools": "Expected tools",
-    "trajectory_mode": "Trajectory match",
-    "check_tool_args": "Check tool arguments",
-    "expected_context": "Expected retrieval context",
-    "judge_guideline": "Judge guideline",
-    "tags": "Tags",
-    "smoke_count": "Smoke-test paraphrases",
-    "smoke_guidance": "Paraphrase guidance",
-}
-
-
-def case_field_label(name: str) -> str:
-    return CASE_FIELD_LABELS.get(name) or name.replace("_", " ").capitalize()
-
-
-def dataset_name_clean(name: Any) -> str:
-    name = " ".join(str(name or "").split())
-    if not name:
-        raise ValidationError({"name": ["Give the dataset a name."]})
-    if len(name) > 120:
-        raise ValidationError({"name": [f"Use at most 120 characters (it has {len(name)})."]})
-    return name
-
-
-def scoring_fields_clean(data: Mapping[str, Any]) -> dict[str, Any]:
-    """Validate scoring settings (criteria, judge model and prompt, threshold 0-10,
-    repeats 1-10, similarity switches). Raises ValidationError({field: [message]})."""
-    cleaned: dict[str, Any] = {}
-    errors: dict[str, list[str]] = {}
-    for key, value in data.items():
-        try:
-            if key in ("acceptance_criteria", "rejection_criteria", "evaluation_criteria", "judge_prompt"):
-                cleaned[key] = _text(value)
-            elif key == "judge_model":
-                cleaned[key] = _short(value, 200)
-            elif key == "pass_threshold":
-                cleaned[key] = _bounded_int(value, 0, 10)
-            elif key == "number_of_requests":
-                cleaned[key] = _bounded_int(value, 1, 10)
-            elif key in ("jaccard_enabled", "vector_enabled"):
-                cleaned[key] = _bool(value)
-            else:
-                errors[key] = ["Unknown setting."]
-        except ValueError as exc:
-            errors[key] = [str(exc)]
-    if errors:
-        raise ValidationError(errors)
-    return cleaned
-
-
-def _bounded_int(value: Any, low: int, high: int) -> int:
-    try:
-        number = int(str(value).strip())
-    except ValueError:
-        raise ValueError(f"Enter a whole number from {low} to {high}.") from None
-    if not low <= number <= high:
-        raise ValueError(f"Enter a whole number from {low} to {high}.")
-    return number
-
+from evalsite.storage import stored_files_delete
 
 # ---- datasets ------------------------------------------------------------------
 
@@ -431,7 +79,7 @@ def dataset_create(
     dataset = Dataset(
         agent=agent,
         name=name,
-        description=_text(description),
+        description=clean_text(description),
         source=source,
         status=status,
         source_name=source_name[:255],
@@ -469,7 +117,7 @@ def dataset_update(*, dataset: Dataset, **fields: Any) -> Dataset:
     if "name" in fields:
         dataset_rename(dataset=dataset, name=fields.pop("name"))
     if "description" in fields:
-        dataset.description = _text(fields.pop("description"))
+        dataset.description = clean_text(fields.pop("description"))
         dataset.save(update_fields=["description", "updated_at"])
     if fields:
         dataset_update_settings(dataset=dataset, **fields)
@@ -494,18 +142,7 @@ def dataset_delete(*, dataset: Dataset) -> None:
     file_names = [name for name in Document.objects.filter(dataset=dataset).values_list("file", flat=True) if name]
     with transaction.atomic():
         dataset.delete()
-        transaction.on_commit(lambda: _delete_files(file_names))
-
-
-def _delete_files(names: Iterable[str]) -> None:
-    from django.core.files.storage import default_storage
-
-    for name in names:
-        # A missing file is fine: the goal is that none is left behind.
-        try:
-            default_storage.delete(name)
-        except OSError:
-            pass
+        transaction.on_commit(partial(stored_files_delete, file_names))
 
 
 # ---- test cases ----------------------------------------------------------------
@@ -643,11 +280,6 @@ def case_delete(*, case: TestCase) -> None:
     case.delete()
 
 
-def case_index(*, case: TestCase) -> int:
-    """The case's 0-based place in its dataset's order (position, then id)."""
-    return case.dataset.cases.filter(Q(position__lt=case.position) | Q(position=case.position, id__lt=case.pk)).count()
-
-
 @transaction.atomic
 def case_move(*, case: TestCase, to_index: int) -> int:
     """Move the case to a 0-based place in the order (clamped); returns the place it landed.
@@ -672,47 +304,7 @@ def case_move(*, case: TestCase, to_index: int) -> int:
     return to_index
 
 
-# ---- import and export ---------------------------------------------------------
-
-
-@dataclass
-class ImportResult:
-    created: int = 0
-    updated: int = 0
-    ignored_columns: list[str] = field(default_factory=list)  # kept on each case as metadata
-    # Cases of the file that were not imported, each with its reason (importers.ParsedFile.skipped).
-    skipped: list[str] = field(default_factory=list)
-    warnings: list[dict[str, str]] = field(default_factory=list)
-
-    @property
-    def level(self) -> str:
-        """How the message is shown: a warning when something in the file was left out or doubted."""
-        return "warning" if self.skipped or self.warnings else "success"
-
-    @property
-    def message(self) -> str:
-        total = self.created + self.updated
-        noun = "test case" if total == 1 else "test cases"
-        text = f"Imported {total} {noun}"
-        if self.updated:
-            text += f" ({self.created} new, {self.updated} updated by case_id)"
-        text += "."
-        if self.ignored_columns:
-            # The message travels in the HX-Trigger header: a file with thousands of columns
-            # must not make a header bigger than a proxy accepts (nginx answers 502).
-            shown = [name if len(name) <= 40 else name[:39] + "…" for name in self.ignored_columns[:10]]
-            more = len(self.ignored_columns) - len(shown)
-            text += f" Kept as case metadata: {', '.join(shown)}{f' and {more} more' if more else ''}."
-        if self.skipped:
-            # Cut like the columns above: the message travels in a header.
-            listed = [item if len(item) <= 200 else item[:199] + "…" for item in self.skipped[:5]]
-            more = len(self.skipped) - len(listed)
-            noun = "case was" if len(self.skipped) == 1 else "cases were"
-            text += f" {len(self.skipped)} {noun} skipped: {' '.join(listed)}{f' …and {more} more.' if more else ''}"
-        if self.warnings:
-            count = len(self.warnings)
-            text += f" {count} warning{'s' if count != 1 else ''}: see the dataset page."
-        return text
+# ---- import, and the JSON export ---------------------------------------------------
 
 
 def _apply_import(
@@ -781,8 +373,6 @@ def _read_upload(file: UploadedFile) -> bytes:
 
 def dataset_import_csv(*, dataset: Dataset, file: UploadedFile) -> ImportResult:
     """Import a CSV into the dataset: all rows or none."""
-    from datasets.importers import parse_csv
-
     _check_accepts_cases(dataset)
     parsed = parse_csv(_read_upload(file))
     with transaction.atomic():
@@ -797,8 +387,6 @@ def dataset_import_csv(*, dataset: Dataset, file: UploadedFile) -> ImportResult:
 
 def dataset_import_json(*, dataset: Dataset, file: UploadedFile) -> ImportResult:
     """Import an ADK/10xgraph EvalSet JSON into the dataset: all cases or none."""
-    from datasets.importers import parse_eval_set
-
     _check_accepts_cases(dataset)
     parsed = parse_eval_set(_read_upload(file))
     with transaction.atomic():
@@ -816,8 +404,6 @@ def dataset_create_from_file(
     """A new dataset filled from a CSV or EvalSet JSON file, in one transaction: a bad
     file leaves no empty dataset behind. An empty name falls back to the eval set's name
     or the file name."""
-    from datasets.importers import file_kind, parse_csv, parse_eval_set
-
     data = _read_upload(file)
     kind = file_kind(file.name or "", data)
     parsed = parse_eval_set(data) if kind == "json" else parse_csv(data)
@@ -845,26 +431,16 @@ def dataset_create_from_file(
     return dataset, result
 
 
-def dataset_export_csv(*, dataset: Dataset) -> str:
-    from datasets.exporters import cases_to_csv
-
-    return cases_to_csv(dataset.cases.all())
-
-
 def dataset_export_json(*, dataset: Dataset) -> dict[str, Any]:
     """The dataset as an EvalSet. Cases without a case_id get one first, kept on the case,
     and so does the dataset's eval_set_id: exporting again gives the same ids, and importing
     the file back into this dataset updates its cases instead of adding copies."""
-    from datasets.exporters import dataset_to_eval_set
-
     _identities_assign(dataset)
     return dataset_to_eval_set(dataset, dataset.cases.prefetch_related("documents").order_by("position", "id"))
 
 
 @transaction.atomic
 def _identities_assign(dataset: Dataset) -> None:
-    from django.utils.text import slugify
-
     if not dataset.eval_set_id:
         dataset.eval_set_id = (slugify(dataset.name) or f"dataset-{dataset.pk}")[:200]
         Dataset.objects.filter(pk=dataset.pk, eval_set_id="").update(eval_set_id=dataset.eval_set_id)

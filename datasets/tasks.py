@@ -1,4 +1,10 @@
-"""Thin Celery entry points for datasets: load by primary key, call one service."""
+"""Thin Celery entry points for datasets: load by primary key, call one service.
+
+Each task has its service's name (datasets.extraction.services.dataset_extract,
+datasets.generation.services.dataset_generate, datasets.jobs.dataset_reap) and imports
+it inside its body, so loading this module (autodiscovery, datasets.jobs) loads no
+service (docs/architecture.md, "Where logic lives").
+"""
 
 from typing import Any
 
@@ -6,46 +12,36 @@ from celery import Task, shared_task
 from django.db import OperationalError
 
 
-class _GenerateTask(Task):
-    def on_failure(self, exc: BaseException, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
-        # An error nobody planned for still settles the dataset, so its page stops saying Extracting.
-        from datasets.generation.services import UNEXPECTED_REASON, dataset_generate_fail
-
-        dataset_id = kwargs.get("dataset_id", args[0] if args else None)
-        if dataset_id is not None:
-            dataset_generate_fail(dataset_id=dataset_id, reason=UNEXPECTED_REASON)
-
-
-@shared_task(base=_GenerateTask, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=2)
-def dataset_generate(dataset_id: int) -> None:
-    """Write a generated dataset's cases with the model (datasets.generation.services)."""
-    from datasets.generation.services import dataset_generate as generate
-
-    generate(dataset_id=dataset_id)
-
-
-class _ExtractTask(Task):
+class _DatasetJob(Task):
     def on_failure(self, exc: BaseException, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
         # An error nobody planned for (a bug, a database gone for good) still settles the
         # dataset with a readable reason, so its page never says Extracting forever.
-        from datasets.extraction.services import UNEXPECTED_REASON, dataset_extract_fail
+        from datasets.jobs import job_crashed
 
         dataset_id = kwargs.get("dataset_id", args[0] if args else None)
         if dataset_id is not None:
-            dataset_extract_fail(dataset_id=dataset_id, reason=UNEXPECTED_REASON)
+            job_crashed(task_name=self.name, dataset_id=dataset_id)
 
 
-@shared_task(base=_ExtractTask, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=2)
+@shared_task(base=_DatasetJob, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=2)
 def dataset_extract(dataset_id: int) -> None:
-    """Read an uploaded document's test cases (datasets.extraction.services)."""
-    from datasets.extraction.services import dataset_extract as extract
+    """Read an uploaded document's test cases."""
+    from datasets.extraction.services import dataset_extract
 
-    extract(dataset_id=dataset_id)
+    dataset_extract(dataset_id=dataset_id)
+
+
+@shared_task(base=_DatasetJob, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=2)
+def dataset_generate(dataset_id: int) -> None:
+    """Write a generated dataset's cases with the model."""
+    from datasets.generation.services import dataset_generate
+
+    dataset_generate(dataset_id=dataset_id)
 
 
 @shared_task
 def dataset_reap() -> None:
     """Periodic (beat): re-send extraction and generation jobs whose message was lost."""
-    from datasets.extraction.services import dataset_extract_requeue_stale
+    from datasets.jobs import dataset_reap
 
-    dataset_extract_requeue_stale()
+    dataset_reap()

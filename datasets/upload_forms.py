@@ -14,7 +14,7 @@ from django.utils.datastructures import MultiValueDict
 from datasets.documents import upload_validate
 from datasets.extraction.tables import FIELD_LABELS
 from datasets.extraction.validation import ACCEPT_ATTRIBUTE, ValidatedFile, too_big_message
-from datasets.services import dataset_name_clean
+from datasets.fields import dataset_name_clean
 
 # Room for the other form fields and the multipart boundaries around the file.
 MULTIPART_OVERHEAD_BYTES = 64 * 1024

@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from datasets import upload_urls, views
+from datasets import transfer_views, upload_urls, views
 
 app_name = "datasets"
 urlpatterns = [
@@ -17,10 +17,10 @@ urlpatterns = [
     path("<int:dataset_id>/cases/<int:case_pk>/edit/", views.case_edit, name="case_edit"),
     path("<int:dataset_id>/cases/<int:case_pk>/delete/", views.case_delete, name="case_delete"),
     path("<int:dataset_id>/cases/<int:case_pk>/move/", views.case_move, name="case_move"),
-    path("<int:dataset_id>/import/csv/", views.import_csv, name="import_csv"),
-    path("<int:dataset_id>/import/json/", views.import_json, name="import_json"),
-    path("<int:dataset_id>/export/csv/", views.export_csv, name="export_csv"),
-    path("<int:dataset_id>/export/json/", views.export_json, name="export_json"),
+    path("<int:dataset_id>/import/csv/", transfer_views.import_csv, name="import_csv"),
+    path("<int:dataset_id>/import/json/", transfer_views.import_json, name="import_json"),
+    path("<int:dataset_id>/export/csv/", transfer_views.export_csv, name="export_csv"),
+    path("<int:dataset_id>/export/json/", transfer_views.export_json, name="export_json"),
     path("generate/", include("datasets.generation.urls")),  # Generate with AI (datasets/generation/views.py)
 ]
 # Upload, extraction status and document preview/download (the extraction issue's module).

@@ -1,14 +1,18 @@
-"""What both dataset view modules need (views.py: datasets and cases; upload_views.py:
-uploads and documents): lookups that 404 outside the user's teams, a service's errors
-put on a form, and the upload size guard."""
+"""What the dataset view modules share (views.py: datasets and cases; transfer_views.py:
+import and export; upload_views.py: uploads and documents): lookups that 404 outside the
+user's teams, a service's errors put on a form, the upload size guard, and the dialog
+pattern described in views.py (a form in a dialog, closed with a toast on success)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.forms import Form
-from django.http import Http404
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django_htmx.http import reswap, retarget, trigger_client_event
 
 from agents.models import Agent
 from agents.selectors import agent_get_for_user
@@ -63,3 +67,51 @@ def install_upload_guard(request: AuthedRequest) -> UploadSizeGuard:
     guard = UploadSizeGuard(request)
     request.upload_handlers.insert(0, guard)
     return guard
+
+
+def is_partial(request: AuthedRequest) -> bool:
+    # A history restore needs the whole page, not the fragment.
+    return bool(request.htmx) and not request.htmx.history_restore_request
+
+
+def upload_guard(request: AuthedRequest) -> UploadSizeGuard | None:
+    # A GET renders the empty form: it has no body to guard.
+    return install_upload_guard(request) if request.method == "POST" else None
+
+
+def upload_data(request: AuthedRequest) -> tuple[Any, Any]:
+    """request.POST and request.FILES of a POST (parsing the body, so the guard's verdict
+    is known afterwards), or (None, None) for an unbound form."""
+    if request.method != "POST":
+        return None, None
+    return request.POST, request.FILES
+
+
+def toast(response: HttpResponse, message: str, level: str = "success") -> HttpResponse:
+    return trigger_client_event(response, "toast", {"message": message, "level": level})
+
+
+def form_response(request: AuthedRequest, *, form_template: str, title: str, context: dict[str, Any]) -> HttpResponse:
+    """One form, three callers: a dialog (htmx GET), the form alone (htmx POST with
+    errors, swapped over itself) and a plain page (no JavaScript)."""
+    context = {**context, "form_template": form_template, "title": title}
+    if is_partial(request):
+        template = form_template if request.method == "POST" else "datasets/partials/dialog.html"
+        return render(request, template, context)
+    return render(request, "datasets/form_page.html", context)
+
+
+def dialog_done(
+    request: AuthedRequest, *, message: str, next_url: str, events: tuple[str, ...] = (), level: str = "success"
+) -> HttpResponse:
+    """After a successful dialog form: close the dialog and refresh what changed (htmx),
+    or redirect with a flash message (plain form)."""
+    if not request.htmx:
+        messages.add_message(request, messages.WARNING if level == "warning" else messages.SUCCESS, message)
+        return redirect(next_url)
+    response = HttpResponse("")
+    retarget(response, "#dialog-slot")
+    reswap(response, "innerHTML")
+    for event in events:
+        trigger_client_event(response, event)
+    return toast(response, message, level)

@@ -8,7 +8,6 @@ the region concerned. Without JavaScript the same URLs are ordinary pages.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -19,30 +18,32 @@ from django.core.paginator import Page, Paginator
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import content_disposition_header
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import (
     HTMX_STOP_POLLING,
     HttpResponseClientRedirect,
     HttpResponseClientRefresh,
-    reswap,
-    retarget,
     trigger_client_event,
 )
 
 from agents.models import Agent
 from datasets import selectors, services
-from datasets.exporters import export_filename
-from datasets.forms import CaseForm, DatasetCreateForm, DatasetRenameForm, DatasetSettingsForm, ImportForm
+from datasets.fields import CASE_EDITABLE_FIELDS
+from datasets.forms import CaseForm, DatasetCreateForm, DatasetRenameForm, DatasetSettingsForm
 from datasets.models import Dataset, TestCase
 from datasets.upload_forms import DocumentUploadForm, UploadSizeGuard
 from datasets.view_helpers import (
     add_service_errors,
+    dialog_done,
+    form_response,
     get_agent_for_user,
     get_case_for_user,
     get_dataset_for_user,
-    install_upload_guard,
+    is_partial,
+    toast,
+    upload_data,
+    upload_guard,
 )
 from evalsite.http import AuthedRequest
 from runs import selectors as run_selectors
@@ -52,57 +53,6 @@ if TYPE_CHECKING:
 
 CASES_PER_PAGE = 25
 DATASETS_PER_PAGE = 100
-
-
-# ---- helpers -------------------------------------------------------------------
-
-
-def _is_partial(request: AuthedRequest) -> bool:
-    # A history restore needs the whole page, not the fragment.
-    return bool(request.htmx) and not request.htmx.history_restore_request
-
-
-def _guard(request: AuthedRequest) -> UploadSizeGuard | None:
-    # A GET renders the empty form: it has no body to guard.
-    return install_upload_guard(request) if request.method == "POST" else None
-
-
-def _upload_data(request: AuthedRequest) -> tuple[Any, Any]:
-    """request.POST and request.FILES of a POST (parsing the body, so the guard's verdict
-    is known afterwards), or (None, None) for an unbound form."""
-    if request.method != "POST":
-        return None, None
-    return request.POST, request.FILES
-
-
-def _toast(response: HttpResponse, message: str, level: str = "success") -> HttpResponse:
-    return trigger_client_event(response, "toast", {"message": message, "level": level})
-
-
-def _form_response(request: AuthedRequest, *, form_template: str, title: str, context: dict[str, Any]) -> HttpResponse:
-    """One form, three callers: a dialog (htmx GET), the form alone (htmx POST with
-    errors, swapped over itself) and a plain page (no JavaScript)."""
-    context = {**context, "form_template": form_template, "title": title}
-    if _is_partial(request):
-        template = form_template if request.method == "POST" else "datasets/partials/dialog.html"
-        return render(request, template, context)
-    return render(request, "datasets/form_page.html", context)
-
-
-def _done(
-    request: AuthedRequest, *, message: str, next_url: str, events: tuple[str, ...] = (), level: str = "success"
-) -> HttpResponse:
-    """After a successful dialog form: close the dialog and refresh what changed (htmx),
-    or redirect with a flash message (plain form)."""
-    if not request.htmx:
-        messages.add_message(request, messages.WARNING if level == "warning" else messages.SUCCESS, message)
-        return redirect(next_url)
-    response = HttpResponse("")
-    retarget(response, "#dialog-slot")
-    reswap(response, "innerHTML")
-    for event in events:
-        trigger_client_event(response, event)
-    return _toast(response, message, level)
 
 
 # ---- the Datasets tab ----------------------------------------------------------
@@ -124,7 +74,7 @@ def _table_context(agent: Agent, page_number: str | None = None) -> dict[str, An
 def dataset_list(request: AuthedRequest, agent_id: int) -> HttpResponse:
     agent = get_agent_for_user(request, agent_id)
     context = _table_context(agent, request.GET.get("page"))
-    if _is_partial(request):
+    if is_partial(request):
         return render(request, "datasets/partials/dataset_table.html", context)
     context["at_limit"] = context["page"].paginator.count >= _limit()
     context["limit"] = _limit()
@@ -152,13 +102,13 @@ def _limit() -> int:
 @require_http_methods(["GET", "POST"])
 def dataset_create(request: AuthedRequest, agent_id: int) -> HttpResponse:
     """A new dataset, empty or filled from a CSV or EvalSet JSON file."""
-    return _dataset_create(request, agent_id, _guard(request))
+    return _dataset_create(request, agent_id, upload_guard(request))
 
 
 @csrf_protect
 def _dataset_create(request: AuthedRequest, agent_id: int, guard: UploadSizeGuard | None) -> HttpResponse:
     agent = get_agent_for_user(request, agent_id)
-    data, files = _upload_data(request)
+    data, files = upload_data(request)
     form = DatasetCreateForm(data, files, too_big=guard.too_big if guard else None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -170,7 +120,7 @@ def _dataset_create(request: AuthedRequest, agent_id: int, guard: UploadSizeGuar
             messages.add_message(request, messages.WARNING if level == "warning" else messages.SUCCESS, message)
             return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     context = {"agent": agent, "form": form, "at_limit": agent.datasets.count() >= _limit()}
-    return _form_response(
+    return form_response(
         request, form_template="datasets/partials/create_form.html", title="New dataset", context=context
     )
 
@@ -190,7 +140,7 @@ def _create(request: AuthedRequest, agent: Agent, form: DatasetCreateForm) -> tu
 def dataset_row(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
     """One row of the list (cancelling an inline rename)."""
     agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)
-    if not _is_partial(request):
+    if not is_partial(request):
         return redirect("datasets:list", agent.pk)
     return render(request, "datasets/partials/dataset_row.html", {"agent": agent, "dataset": dataset})
 
@@ -210,9 +160,9 @@ def dataset_rename(request: AuthedRequest, agent_id: int, dataset_id: int) -> Ht
         else:
             return _renamed(request, agent, dataset, place)
     context = {"agent": agent, "dataset": dataset, "form": form, "place": place}
-    if _is_partial(request) and place == "row":
+    if is_partial(request) and place == "row":
         return render(request, "datasets/partials/dataset_row.html", {**context, "editing": True})
-    return _form_response(
+    return form_response(
         request, form_template="datasets/partials/rename_form.html", title="Rename dataset", context=context
     )
 
@@ -228,7 +178,7 @@ def _renamed(request: AuthedRequest, agent: Agent, dataset: Dataset, place: str)
         return redirect("datasets:list", agent.pk)
     fresh = selectors.dataset_get(agent=agent, dataset_id=dataset.pk)  # fresh case count
     response = render(request, "datasets/partials/dataset_row.html", {"agent": agent, "dataset": fresh})
-    return _toast(response, message)
+    return toast(response, message)
 
 
 @login_required
@@ -244,7 +194,7 @@ def dataset_delete(request: AuthedRequest, agent_id: int, dataset_id: int) -> Ht
         if request.htmx and from_detail:
             messages.success(request, message)
             return HttpResponseClientRedirect(list_url)
-        return _done(request, message=message, next_url=list_url, events=("datasetsChanged",))
+        return dialog_done(request, message=message, next_url=list_url, events=("datasetsChanged",))
     context = {
         "agent": agent,
         "dataset": dataset,
@@ -252,7 +202,7 @@ def dataset_delete(request: AuthedRequest, agent_id: int, dataset_id: int) -> Ht
         "document_count": dataset.documents.count(),
         "run_count": dataset.runs.count(),
     }
-    return _form_response(
+    return form_response(
         request, form_template="datasets/partials/delete_form.html", title="Delete dataset", context=context
     )
 
@@ -285,7 +235,7 @@ def _detail(request: AuthedRequest, agent: Agent, dataset: DatasetWithCount) -> 
     page, query = _case_page(request, dataset)
     total = dataset.case_count  # annotated by the selector
     context = _case_list_context(agent, dataset, page, query, total)
-    if _is_partial(request):
+    if is_partial(request):
         return render(request, "datasets/partials/case_list.html", context)
     context.update(
         settings_form=DatasetSettingsForm.for_dataset(dataset),
@@ -337,9 +287,9 @@ def dataset_settings(request: AuthedRequest, agent_id: int, dataset_id: int) -> 
         "settings_open": True,
         "default_judge_model": _default_judge_model(),
     }
-    if _is_partial(request):
+    if is_partial(request):
         response = render(request, "datasets/partials/settings_form.html", context)
-        return _toast(response, "Scoring settings saved.") if saved else response
+        return toast(response, "Scoring settings saved.") if saved else response
     return render(request, "datasets/settings.html", context)
 
 
@@ -364,7 +314,7 @@ def case_create(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpR
     agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)
     form = CaseForm(request.POST or None, dataset=dataset)
     if request.method == "POST" and form.is_valid():
-        fields = {name: form.cleaned_data[name] for name in services.CASE_EDITABLE_FIELDS}
+        fields = {name: form.cleaned_data[name] for name in CASE_EDITABLE_FIELDS}
         try:
             services.case_create(dataset=dataset, **fields)
         except ValidationError as exc:
@@ -373,9 +323,9 @@ def case_create(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpR
             if "add_another" in request.POST:
                 return _added_another(request, agent, dataset)
             detail_url = reverse("datasets:detail", args=[agent.pk, dataset.pk])
-            return _done(request, message="Test case added.", next_url=detail_url, events=("casesChanged",))
+            return dialog_done(request, message="Test case added.", next_url=detail_url, events=("casesChanged",))
     context = _case_form_context(agent, dataset, form, None)
-    return _form_response(
+    return form_response(
         request, form_template="datasets/partials/case_form.html", title="Add test case", context=context
     )
 
@@ -388,7 +338,7 @@ def _added_another(request: AuthedRequest, agent: Agent, dataset: Dataset) -> Ht
     context = _case_form_context(agent, dataset, CaseForm(dataset=dataset), None)
     response = render(request, "datasets/partials/case_form.html", context)
     trigger_client_event(response, "casesChanged")
-    return _toast(response, "Test case added. Add the next one.")
+    return toast(response, "Test case added. Add the next one.")
 
 
 @login_required
@@ -397,16 +347,16 @@ def case_edit(request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: i
     agent, dataset, case = get_case_for_user(request, agent_id, dataset_id, case_pk, with_documents=True)
     form = CaseForm(request.POST or None, dataset=dataset, case=case)
     if request.method == "POST" and form.is_valid():
-        fields = {name: form.cleaned_data[name] for name in services.CASE_EDITABLE_FIELDS}
+        fields = {name: form.cleaned_data[name] for name in CASE_EDITABLE_FIELDS}
         try:
             services.case_update(case=case, **fields)
         except ValidationError as exc:
             add_service_errors(form, exc)
         else:
             detail_url = reverse("datasets:detail", args=[agent.pk, dataset.pk])
-            return _done(request, message="Test case saved.", next_url=detail_url, events=("casesChanged",))
+            return dialog_done(request, message="Test case saved.", next_url=detail_url, events=("casesChanged",))
     context = _case_form_context(agent, dataset, form, case)
-    return _form_response(
+    return form_response(
         request, form_template="datasets/partials/case_form.html", title="Edit test case", context=context
     )
 
@@ -418,9 +368,9 @@ def case_delete(request: AuthedRequest, agent_id: int, dataset_id: int, case_pk:
     if request.method == "POST":
         services.case_delete(case=case)
         detail_url = reverse("datasets:detail", args=[agent.pk, dataset.pk])
-        return _done(request, message="Test case deleted.", next_url=detail_url, events=("casesChanged",))
+        return dialog_done(request, message="Test case deleted.", next_url=detail_url, events=("casesChanged",))
     context = {"agent": agent, "dataset": dataset, "case": case}
-    return _form_response(
+    return form_response(
         request, form_template="datasets/partials/case_delete_form.html", title="Delete test case", context=context
     )
 
@@ -431,7 +381,7 @@ def case_move(request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: i
     """Move a case one place up or down (or to the top or bottom) in the dataset's order."""
     agent, dataset, case = get_case_for_user(request, agent_id, dataset_id, case_pk, with_documents=True)
     direction = request.POST.get("direction", "")
-    current = services.case_index(case=case)
+    current = selectors.case_index(case=case)
     targets = {"up": current - 1, "down": current + 1, "top": 0, "bottom": dataset.case_count}
     if direction not in targets:
         return HttpResponse("Unknown direction.", status=400)
@@ -444,65 +394,3 @@ def case_move(request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: i
     context = _case_list_context(agent, dataset, page, "", dataset.case_count)
     context.update(moved_pk=case.pk, moved_direction=direction)
     return render(request, "datasets/partials/case_list.html", context)
-
-
-# ---- import and export -------------------------------------------------------------
-
-
-@csrf_protect
-def _import(
-    request: AuthedRequest, agent_id: int, dataset_id: int, kind: str, guard: UploadSizeGuard | None
-) -> HttpResponse:
-    agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)
-    data, files = _upload_data(request)
-    form = ImportForm(data, files, kind=kind, too_big=guard.too_big if guard else None)
-    if request.method == "POST" and form.is_valid():
-        importer = services.dataset_import_csv if kind == "csv" else services.dataset_import_json
-        try:
-            result = importer(dataset=dataset, file=form.cleaned_data["file"])
-        except ValidationError as exc:
-            form.add_error("file", exc)
-        else:
-            detail_url = reverse("datasets:detail", args=[agent.pk, dataset.pk])
-            return _done(
-                request, message=result.message, next_url=detail_url, events=("casesChanged",), level=result.level
-            )
-    context = {"agent": agent, "dataset": dataset, "form": form, "kind": kind}
-    title = "Import CSV" if kind == "csv" else "Import EvalSet JSON"
-    return _form_response(request, form_template="datasets/partials/import_form.html", title=title, context=context)
-
-
-@csrf_exempt
-@login_required
-@require_http_methods(["GET", "POST"])
-def import_csv(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
-    return _import(request, agent_id, dataset_id, "csv", _guard(request))
-
-
-@csrf_exempt
-@login_required
-@require_http_methods(["GET", "POST"])
-def import_json(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
-    return _import(request, agent_id, dataset_id, "json", _guard(request))
-
-
-def _attachment(content: str, *, filename: str, content_type: str) -> HttpResponse:
-    response = HttpResponse(content, content_type=content_type)
-    response["Content-Disposition"] = content_disposition_header(as_attachment=True, filename=filename)
-    return response
-
-
-@login_required
-@require_GET
-def export_csv(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
-    _agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)
-    content = services.dataset_export_csv(dataset=dataset)
-    return _attachment(content, filename=export_filename(dataset, "csv"), content_type="text/csv; charset=utf-8")
-
-
-@login_required
-@require_GET
-def export_json(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
-    _agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)
-    content = json.dumps(services.dataset_export_json(dataset=dataset), ensure_ascii=False, indent=2)
-    return _attachment(content, filename=export_filename(dataset, "json"), content_type="application/json")

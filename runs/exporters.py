@@ -43,7 +43,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.text import slugify
 
-from datasets.exporters import neutralise
+from datasets.fields import neutralise
 from runs import charts, selectors
 from runs.models import Result, Run
 

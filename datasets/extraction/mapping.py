@@ -20,7 +20,6 @@ sheet or table name (or "*" for every table), columns by header, letter or numbe
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -28,7 +27,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from datasets.extraction.tables import FIELD_LABELS, FIELDS, column_letter, normalise_header
+from datasets.jobs import EXTRACT, job_enqueue
 from datasets.models import Dataset
+from datasets.services import dataset_delete
 
 SINGLE_FIELDS = ("question", "expected_answer", "document_context", "case_id", "judge_guideline")
 
@@ -199,8 +200,6 @@ def dataset_mapping_confirm(*, dataset: Dataset, chosen: dict[str, Any] | None, 
 
     Refuses a file over the case limit unless the user chose to keep the first cases.
     """
-    from datasets.tasks import dataset_extract as dataset_extract_task
-
     if dataset.status != Dataset.Status.REVIEW:
         raise ValidationError("This upload is not waiting for a mapping any more.")
     state = dict(dataset.mapping)
@@ -222,15 +221,13 @@ def dataset_mapping_confirm(*, dataset: Dataset, chosen: dict[str, Any] | None, 
         )
         if not updated:
             raise ValidationError("This upload is not waiting for a mapping any more.")
-        transaction.on_commit(partial(dataset_extract_task.delay, dataset_id=dataset.pk))
+        job_enqueue(EXTRACT, dataset.pk)
     dataset.refresh_from_db()
     return dataset
 
 
 def dataset_upload_cancel(*, dataset: Dataset) -> None:
     """Give up an upload waiting in Review: the dataset and its file are deleted, no case is created."""
-    from datasets.services import dataset_delete
-
     if dataset.status != Dataset.Status.REVIEW:
         raise ValidationError("Only an upload waiting for its mapping can be cancelled.")
     dataset_delete(dataset=dataset)

@@ -2,15 +2,15 @@
 
 dataset_upload_create  validated upload -> Dataset (Extracting) + Document, job queued on commit
 dataset_extract        the job: claim, parse in the sandbox, maybe ask the model, save all or nothing
-dataset_extract_fail   settle a dataset as Failed with a reason a QA person can act on
+
+Claiming, failing and re-sending the job are datasets.jobs, shared with AI generation.
 """
 
 from __future__ import annotations
 
+import bisect
 import logging
 from dataclasses import dataclass, field
-from datetime import timedelta
-from functools import partial
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -19,15 +19,16 @@ from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
-from django.db.models import F, Q
-from django.utils import timezone
 
 from agents.models import Agent
 from datasets.documents import document_file_delete, document_store, upload_validate
 from datasets.extraction import sandbox
+from datasets.extraction.dedupe import NearDuplicates
 from datasets.extraction.errors import ExtractionFailed, FileRejected
 from datasets.extraction.llm_cases import extract_with_model
+from datasets.extraction.prose import squash
 from datasets.extraction.validation import ValidatedFile, validate_file
+from datasets.jobs import EXTRACT, job_claim, job_enqueue, job_fail
 from datasets.models import Dataset, Document
 from datasets.services import case_bulk_create, dataset_create
 from evalsite import llm
@@ -38,10 +39,6 @@ SPREADSHEETS = ("xlsx", "xls", "csv")
 # Words of prose left beside a document's tables and labelled cases before the model is
 # asked for the rules it states (a test plan's title block and intro stay below it).
 MIN_PROSE_WORDS_FOR_MODEL = 60
-UNEXPECTED_REASON = (
-    "Something went wrong on the server while reading the file. Try uploading it again; if it keeps "
-    "failing, save it in another format (XLSX, CSV or PDF)."
-)
 
 
 @dataclass
@@ -69,8 +66,6 @@ def dataset_upload_create(
     the agent under test receives it (the team chose that in the wizard, knowing it holds
     the expected answers).
     """
-    from datasets.tasks import dataset_extract as dataset_extract_task
-
     validated = validated or upload_validate(upload)
     document: Document | None = None
     try:
@@ -85,7 +80,7 @@ def dataset_upload_create(
                 agent_reads_source=agent_reads_source,
             )
             document = document_store(team=agent.team, dataset=dataset, upload=upload, validated=validated)
-            transaction.on_commit(partial(dataset_extract_task.delay, dataset_id=dataset.pk))
+            job_enqueue(EXTRACT, dataset.pk)
     except Exception:
         # Storage is not transactional: a rolled-back dataset must not leave its file behind.
         if document is not None:
@@ -96,84 +91,25 @@ def dataset_upload_create(
 
 def dataset_extract(*, dataset_id: int) -> None:
     """Read the dataset's cases from its document. Safe to run twice: only one run saves."""
-    dataset = _claim(dataset_id)
+    dataset = job_claim(EXTRACT, dataset_id)
     if dataset is None:
         return
     document = dataset.documents.order_by("pk").first()
     if document is None:
-        dataset_extract_fail(dataset_id=dataset_id, reason="The uploaded file is missing. Upload it again.")
+        job_fail(dataset_id=dataset_id, reason="The uploaded file is missing. Upload it again.")
         return
     try:
         extraction = _extract(dataset, document)
     except ExtractionFailed as exc:
-        dataset_extract_fail(dataset_id=dataset_id, reason=exc.reason)
+        job_fail(dataset_id=dataset_id, reason=exc.reason)
         return
     except SoftTimeLimitExceeded:
-        dataset_extract_fail(
+        job_fail(
             dataset_id=dataset_id,
             reason="Reading the document took too long. Split it into smaller files and upload them one by one.",
         )
         return
     _save(dataset_id=dataset_id, document=document, extraction=extraction)
-
-
-def dataset_extract_fail(*, dataset_id: int, reason: str) -> bool:
-    """Extracting -> Failed with `reason`; False when the dataset had already settled or is gone."""
-    return bool(
-        Dataset.objects.filter(pk=dataset_id, status=Dataset.Status.EXTRACTING).update(
-            status=Dataset.Status.FAILED, failure_reason=reason[:2000], notice="", updated_at=timezone.now()
-        )
-    )
-
-
-def dataset_extract_requeue_stale() -> list[int]:
-    """Send the job again for upload and generation datasets stuck in Extracting; returns their ids.
-
-    Late acks survive a killed worker, but not a flushed or restarted Redis: the message
-    is gone and the dataset would say Extracting forever. Never-started jobs older than
-    EVALSITE_STALE_QUEUE_SECONDS, and started ones past the hard task time limit, are sent
-    again. A duplicate is harmless: the claim counts it and only one delivery saves.
-    """
-    from datasets.tasks import dataset_extract as dataset_extract_task
-    from datasets.tasks import dataset_generate as dataset_generate_task
-
-    # Keyed by the plain strings values_list gives back (a Source is equal to its value).
-    tasks: dict[str, Any] = {
-        Dataset.Source.UPLOAD: dataset_extract_task,
-        Dataset.Source.GENERATED: dataset_generate_task,
-    }
-    now = timezone.now()
-    queued_before = now - timedelta(seconds=settings.EVALSITE_STALE_QUEUE_SECONDS)
-    started_before = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
-    stale = Dataset.objects.filter(status=Dataset.Status.EXTRACTING, source__in=list(tasks)).filter(
-        Q(job_started_at__isnull=True, created_at__lt=queued_before) | Q(job_started_at__lt=started_before)
-    )
-    rows = list(stale.values_list("pk", "source"))
-    for dataset_id, source in rows:
-        tasks[source].delay(dataset_id=dataset_id)
-    return [dataset_id for dataset_id, _ in rows]
-
-
-def _claim(dataset_id: int) -> Dataset | None:
-    """Count this attempt in the database; None when there is nothing (more) to do.
-
-    Late acks redeliver a task whose worker died, with no retry count of their own, so
-    a file that kills the worker every time would loop forever (check 20 in docs/architecture.md).
-    """
-    limit = settings.EVALSITE_EXTRACT_MAX_ATTEMPTS
-    claimed = Dataset.objects.filter(pk=dataset_id, status=Dataset.Status.EXTRACTING, job_attempts__lt=limit).update(
-        job_attempts=F("job_attempts") + 1, job_started_at=timezone.now()
-    )
-    if claimed:
-        return Dataset.objects.select_related("agent").get(pk=dataset_id)
-    dataset_extract_fail(
-        dataset_id=dataset_id,
-        reason=(
-            f"Reading the file stopped the worker {limit} times, so Evalsite gave up. The file may be too large "
-            "or too complex: split it, or save it in another format, and upload it again."
-        ),
-    )
-    return None
 
 
 def _extract(dataset: Dataset, document: Document) -> Extraction:
@@ -274,8 +210,6 @@ def _with_prose_cases(
 ) -> tuple[list[dict[str, Any]], str]:
     """(cases, notice): the cases read without a model, then those the model finds in the
     prose around them. A model failure keeps the first ones and says so."""
-    from datasets.extraction.dedupe import NearDuplicates
-
     try:
         found = extract_with_model(pages, max_cases=limit, trace={"dataset": trace})
     except ExtractionFailed as exc:
@@ -300,10 +234,6 @@ def _with_prose_cases(
 
 def _locate_lines(cases: list[dict[str, Any]], text: str) -> None:
     """A Markdown case the model read gets the line its quoted span starts on."""
-    import bisect
-
-    from datasets.extraction.prose import squash
-
     starts: list[int] = []
     joined = ""
     for line in text.splitlines():

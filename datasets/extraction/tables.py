@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 HEADER_SEARCH_ROWS = 30
-# The database keeps any text field up to this (datasets.services.MAX_TEXT_CHARS).
+# The database keeps any text field up to this (datasets.fields.MAX_TEXT_CHARS; the sandboxed
+# child that imports this module runs without Django, so it cannot import that one).
 MAX_TEXT_CHARS = 200_000
 MAX_CASE_ID_CHARS = 100
 MAX_TAG_CHARS = 50

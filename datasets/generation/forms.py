@@ -1,7 +1,7 @@
 from django import forms
 
+from datasets.fields import dataset_name_clean
 from datasets.generation.services import MAX_CASES, MIN_CASES
-from datasets.services import dataset_name_clean
 
 COUNT_MESSAGE = f"Choose from {MIN_CASES} to {MAX_CASES} test cases."
 

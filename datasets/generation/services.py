@@ -4,6 +4,7 @@ dataset_generate_create makes the dataset (Extracting) and enqueues the job;
 dataset_generate is the job: it claims the dataset, asks the model for cases
 (generator.py), writes their attachments (writers.py), and stores everything in one
 transaction at the end, so a failure at any point leaves no cases and no files.
+Claiming, failing and re-sending the job are datasets.jobs, shared with extraction.
 """
 
 from __future__ import annotations
@@ -18,15 +19,15 @@ from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
 from django.db import transaction
-from django.db.models import F
-from django.utils import timezone
 
 from agents.models import Agent
 from datasets.generation.generator import Generation, GenerationError, agent_rules, generate_cases
 from datasets.generation.writers import WrittenDocument, write_document
+from datasets.jobs import GENERATE, job_claim, job_enqueue, job_fail
 from datasets.models import Dataset, Document
 from datasets.services import case_bulk_create, dataset_create
 from evalsite import llm
+from evalsite.storage import stored_files_delete
 
 logger = logging.getLogger(__name__)
 
@@ -40,9 +41,6 @@ NO_MODEL_MESSAGE = (
 NO_RULES_MESSAGE = (
     "The agent has no instructions, skills, guardrails or knowledge to write test cases from. "
     "Add them on the agent's Configuration tab first."
-)
-UNEXPECTED_REASON = (
-    "Generation stopped because of an unexpected error. Try again; if it happens again, tell your administrator."
 )
 
 
@@ -65,19 +63,13 @@ def dataset_generate_create(*, agent: Agent, user: User, name: str, count: int, 
             source_name=Dataset.Source.GENERATED.label,
             generation={"count": count, "instructions": instructions.strip()},
         )
-        transaction.on_commit(lambda: _enqueue(dataset.pk))
+        job_enqueue(GENERATE, dataset.pk)
     return dataset
-
-
-def _enqueue(dataset_id: int) -> None:
-    from datasets.tasks import dataset_generate as dataset_generate_task
-
-    dataset_generate_task.delay(dataset_id)
 
 
 def dataset_generate(*, dataset_id: int) -> None:
     """The generation job. Safe to run twice: only a dataset still Extracting is worked on."""
-    dataset = _claim(dataset_id)
+    dataset = job_claim(GENERATE, dataset_id)
     if dataset is None:
         return
     try:
@@ -89,47 +81,18 @@ def dataset_generate(*, dataset_id: int) -> None:
         )
         written = [write_document(case.document) if case.document else None for case in generation.cases]
     except GenerationError as error:
-        dataset_generate_fail(dataset_id=dataset_id, reason=error.message)
+        job_fail(dataset_id=dataset_id, reason=error.message)
         return
     except llm.LLMError as error:
         reason = f"The model could not write the test cases. {error.message}"
-        dataset_generate_fail(dataset_id=dataset_id, reason=reason)
+        job_fail(dataset_id=dataset_id, reason=reason)
         return
     except SoftTimeLimitExceeded:
         minutes = max(1, settings.CELERY_TASK_SOFT_TIME_LIMIT // 60)
         reason = f"Generation took longer than {minutes} minutes and was stopped. Try again with fewer test cases."
-        dataset_generate_fail(dataset_id=dataset_id, reason=reason)
+        job_fail(dataset_id=dataset_id, reason=reason)
         return
     _store(dataset, generation, written)
-
-
-def _claim(dataset_id: int) -> Dataset | None:
-    """Count this delivery in the database; None when there is nothing (more) to do.
-
-    A conditional update, as in datasets.extraction.services: a redelivered message never
-    works on a settled or deleted dataset, and late acks, which redeliver a task whose
-    worker died with no retry count of their own, stop after the limit (check 20 in docs/architecture.md).
-    """
-    limit = settings.EVALSITE_EXTRACT_MAX_ATTEMPTS
-    claimed = Dataset.objects.filter(
-        pk=dataset_id, status=Dataset.Status.EXTRACTING, source=Dataset.Source.GENERATED, job_attempts__lt=limit
-    ).update(job_attempts=F("job_attempts") + 1, job_started_at=timezone.now())
-    if claimed:
-        return Dataset.objects.select_related("agent__current_version").get(pk=dataset_id)
-    dataset_generate_fail(
-        dataset_id=dataset_id,
-        reason=f"Generation stopped the worker {limit} times, so Evalsite gave up. Try again with fewer test cases.",
-    )
-    return None
-
-
-def dataset_generate_fail(*, dataset_id: int, reason: str) -> bool:
-    """Extracting -> Failed with a reason the user can act on; False when already settled or gone."""
-    return bool(
-        Dataset.objects.filter(pk=dataset_id, status=Dataset.Status.EXTRACTING).update(
-            status=Dataset.Status.FAILED, failure_reason=reason[:2000], notice="", updated_at=timezone.now()
-        )
-    )
 
 
 def _store(dataset: Dataset, generation: Generation, written: list[WrittenDocument | None]) -> None:
@@ -206,6 +169,4 @@ def _generation_record(generation: Generation) -> dict[str, Any]:
 
 
 def _delete_files(documents: list[Document | None]) -> None:
-    for document in documents:
-        if document is not None and document.file.name:
-            document.file.storage.delete(document.file.name)
+    stored_files_delete(document.file.name for document in documents if document is not None)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import uuid
 from decimal import Decimal
 
-from django.db import transaction
 from django.utils import timezone
 
+from evalsite.enqueue import after_commit, enqueue_on_commit
 from runs.models import Result, Run
 
 UNFINISHED = (Result.Status.PENDING, *Result.IN_FLIGHT_STATUSES)
@@ -47,14 +47,14 @@ def enqueue_cases(result_ids: list[int], token: str) -> None:
         for result_id in result_ids:
             run_execute_case_task.delay(result_id, token)
 
-    # robust: if Redis is down the rows stay queued and the reaper sends them again.
-    transaction.on_commit(send, robust=True)
+    # Robust: if Redis is down the rows stay queued and the reaper sends them again.
+    after_commit(send)
 
 
 def enqueue_finish(run_id: int) -> None:
     from runs.tasks import run_finish as run_finish_task
 
-    transaction.on_commit(lambda: run_finish_task.delay(run_id), robust=True)
+    enqueue_on_commit(run_finish_task, run_id)
 
 
 def money(value: float) -> Decimal:

@@ -11,8 +11,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from agents.models import Agent, AgentVersion
+from datasets.fields import CASE_FIELD_NAMES, SCORING_FIELDS
 from datasets.models import Dataset, TestCase
-from datasets.services import CASE_FIELDS, SCORING_FIELDS
 from evalsite import llm
 from runs import selectors
 from runs.models import Result, Run, RunCase
@@ -23,7 +23,7 @@ from runs.services.dispatch import fill_window
 AGENT_NOT_RUNNABLE = "agent_not_runnable"
 
 # A case's fields that RunCase keeps in its `data` snapshot; the rest are RunCase columns.
-SNAPSHOT_FIELDS = tuple(name for name in CASE_FIELDS if name not in ("question", "expected_answer", "case_id"))
+SNAPSHOT_FIELDS = tuple(name for name in CASE_FIELD_NAMES if name not in ("question", "expected_answer", "case_id"))
 
 
 def run_start(*, agent: Agent, dataset: Dataset, user: User | None, request_key: str = "") -> Run:

@@ -3,7 +3,7 @@
 import pytest
 from django.core.exceptions import ValidationError
 
-from datasets.services import case_fields_clean
+from datasets.fields import case_fields_clean
 
 
 def test_a_question_is_required():

@@ -3,7 +3,7 @@
 import pytest
 from django.core.exceptions import ValidationError
 
-from datasets import services
+from datasets import selectors, services
 from datasets.models import Dataset, Document, TestCase
 from tests.factories import AgentFactory, DatasetFactory, TestCaseFactory
 
@@ -133,6 +133,6 @@ def test_case_move_renumbers_and_clamps(agent):
     a, b, c = (TestCaseFactory(dataset=dataset, question=q, position=5) for q in "abc")
 
     assert services.case_move(case=c, to_index=-3) == 0
-    assert services.case_index(case=TestCase.objects.get(pk=a.pk)) == 1
+    assert selectors.case_index(case=TestCase.objects.get(pk=a.pk)) == 1
     assert services.case_move(case=TestCase.objects.get(pk=a.pk), to_index=99) == 2
     assert list(dataset.cases.values_list("question", flat=True)) == ["c", "b", "a"]

@@ -7,8 +7,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from datasets.exporters import CSV_HEADER, neutralise
-from datasets.services import dataset_export_csv, dataset_import_csv
+from datasets.exporters import CSV_HEADER, dataset_export_csv
+from datasets.fields import neutralise
+from datasets.services import dataset_import_csv
 from tests.factories import DatasetFactory, TestCaseFactory
 
 FIELDS = (

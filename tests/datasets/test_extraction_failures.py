@@ -197,7 +197,7 @@ def test_jobs_whose_message_was_lost_are_sent_again(agent, settings):
     import time_machine
     from django.utils import timezone
 
-    from datasets.extraction.services import dataset_extract_requeue_stale
+    from datasets.jobs import dataset_reap
 
     settings.EVALSITE_STALE_QUEUE_SECONDS = 120
     never_started = uploaded_dataset(agent, "a.csv", b"Question\nHi?\n")
@@ -208,11 +208,12 @@ def test_jobs_whose_message_was_lost_are_sent_again(agent, settings):
     before = broker.llen(queue)
 
     with time_machine.travel(timezone.now() + timezone.timedelta(seconds=300)):
-        ids = dataset_extract_requeue_stale()
+        ids = dataset_reap()
 
     assert ids == [never_started.pk]
     # The real message on the real broker (kombu LPUSHes; no worker consumes this queue here).
     assert broker.llen(queue) == before + 1
     message = json.loads(broker.lpop(queue))
     assert message["headers"]["task"] == "datasets.tasks.dataset_extract"
-    assert f"'dataset_id': {never_started.pk}" in message["headers"]["kwargsrepr"]
+    # The dataset travels as the task's one argument, as when the job was first sent (datasets.jobs).
+    assert message["headers"]["argsrepr"] == f"({never_started.pk},)"

@@ -12,8 +12,10 @@ from django.core.exceptions import ValidationError
 from pypdf import PdfReader
 
 from datasets.generation import services
-from datasets.generation.generator import Rule, agent_rules, is_near_duplicate, parse_case
+from datasets.generation.generator import agent_rules
+from datasets.generation.parsing import Rule, is_near_duplicate, parse_case
 from datasets.generation.services import dataset_generate, dataset_generate_create
+from datasets.jobs import GENERATE
 from datasets.models import Dataset, Document, TestCase
 from tests.factories import AgentFactory, DatasetFactory
 
@@ -482,7 +484,7 @@ def test_an_unexpected_error_in_the_task_fails_the_dataset_with_a_plain_reason(f
 
     dataset.refresh_from_db()
     assert dataset.status == Dataset.Status.FAILED
-    assert dataset.failure_reason == services.UNEXPECTED_REASON
+    assert dataset.failure_reason == GENERATE.unexpected_reason
     assert "KeyError" not in dataset.failure_reason
 
 

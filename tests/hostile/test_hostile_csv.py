@@ -16,7 +16,7 @@ import io
 import pytest
 from django.urls import reverse
 
-from datasets.exporters import FORMULA_TRIGGERS
+from datasets.fields import FORMULA_TRIGGERS
 from datasets.models import Dataset
 from tests.datasets.files import csv_bytes, upload
 from tests.factories import DatasetFactory
