@@ -22,6 +22,7 @@ from ninja.pagination import LimitOffsetPagination, paginate
 from agents.models import Agent
 from agents.selectors import agent_get_for_user
 from datasets import selectors, services
+from datasets.extraction.mapping import dataset_mapping_confirm, mapping_from_json
 from datasets.models import Dataset, TestCase
 from evalsite.schemas import StrictSchema
 
@@ -353,8 +354,6 @@ def dataset_delete(request: HttpRequest, agent_id: int, dataset_id: int) -> Stat
 )
 def dataset_mapping(request: HttpRequest, agent_id: int, dataset_id: int, payload: MappingIn) -> Status[Any]:
     """409 when the dataset is not waiting for a mapping (status other than "review")."""
-    from datasets.extraction.mapping import dataset_mapping_confirm, mapping_from_json
-
     dataset = _dataset(request, agent_id, dataset_id)
     if dataset.status != Dataset.Status.REVIEW:
         return Status(409, {"detail": f"This dataset is {dataset.status}, not waiting for a column mapping."})

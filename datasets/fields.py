@@ -320,6 +320,11 @@ def case_field_label(name: str) -> str:
     return field.label if field else name.replace("_", " ").capitalize()
 
 
+def case_field_errors(where: str, error: ValidationError) -> list[str]:
+    """case_fields_clean's errors as lines that say where: "Row 4: Expected tools: ..."."""
+    return [f"{where}: {case_field_label(name)}: {' '.join(messages)}" for name, messages in error.message_dict.items()]
+
+
 def case_fields_clean(data: Mapping[str, Any], *, partial: bool = False) -> dict[str, Any]:
     """Validate and normalise test case fields from any source.
 

@@ -272,6 +272,10 @@ class CaseForm(forms.Form):
                 raise ValidationError(f"Another test case in this dataset already uses the id “{case_id}”.")
         return case_id
 
+    def case_fields(self) -> dict[str, Any]:
+        """The cleaned case fields, as case_create and case_update take them."""
+        return {name: self.cleaned_data[name] for name in CASE_EDITABLE_FIELDS}
+
     @property
     def error_summary(self) -> list[str]:
         """Every problem, labelled, for the alert at the top of a long form."""

@@ -21,7 +21,7 @@ from datasets.fields import (
     CSV_FIELDS,
     EVAL_SET_EXTENSION_FIELDS,
     SCORING_FIELDS,
-    case_field_label,
+    case_field_errors,
     case_fields_clean,
     invocation_ids,
     scoring_fields_clean,
@@ -253,10 +253,7 @@ def parse_csv(data: bytes) -> ParsedFile:
             try:
                 fields = case_fields_clean(values, partial=True)
             except ValidationError as exc:
-                problems.extend(
-                    f"Row {row_number}: {case_field_label(name)}: {' '.join(messages)}"
-                    for name, messages in exc.message_dict.items()
-                )
+                problems.extend(case_field_errors(f"Row {row_number}", exc))
                 continue
             case_id = fields.get("case_id", "")
             if case_id in case_id_rows:
@@ -433,10 +430,7 @@ def parse_eval_set(data: bytes) -> ParsedFile:
             problems.append(f"{label}: {exc}.")
             continue
         except ValidationError as exc:
-            problems.extend(
-                f"{label}: {case_field_label(name)}: {' '.join(messages)}"
-                for name, messages in exc.message_dict.items()
-            )
+            problems.extend(case_field_errors(label, exc))
             continue
         case_id = fields.get("case_id", "")
         if case_id in case_ids:

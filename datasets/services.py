@@ -26,7 +26,7 @@ from agents.models import Agent
 from datasets.exporters import dataset_to_eval_set
 from datasets.fields import (
     NO_EXPECTED_ANSWER,
-    case_field_label,
+    case_field_errors,
     case_fields_clean,
     clean_text,
     dataset_name_clean,
@@ -225,10 +225,7 @@ def case_bulk_create(*, dataset: Dataset, cases: list[dict[str, Any]]) -> list[T
         try:
             cleaned = case_fields_clean(raw)
         except ValidationError as exc:
-            errors.extend(
-                f"Case {number}: {case_field_label(field)}: {' '.join(msgs)}"
-                for field, msgs in exc.message_dict.items()
-            )
+            errors.extend(case_field_errors(f"Case {number}", exc))
             continue
         case_id = cleaned.get("case_id", "")
         if case_id and case_id in seen_ids:

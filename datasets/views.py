@@ -29,7 +29,6 @@ from django_htmx.http import (
 
 from agents.models import Agent
 from datasets import selectors, services
-from datasets.fields import CASE_EDITABLE_FIELDS
 from datasets.forms import CaseForm, DatasetCreateForm, DatasetRenameForm, DatasetSettingsForm
 from datasets.models import Dataset, TestCase
 from datasets.upload_forms import DocumentUploadForm, UploadSizeGuard
@@ -314,9 +313,8 @@ def case_create(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpR
     agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)
     form = CaseForm(request.POST or None, dataset=dataset)
     if request.method == "POST" and form.is_valid():
-        fields = {name: form.cleaned_data[name] for name in CASE_EDITABLE_FIELDS}
         try:
-            services.case_create(dataset=dataset, **fields)
+            services.case_create(dataset=dataset, **form.case_fields())
         except ValidationError as exc:
             add_service_errors(form, exc)
         else:
@@ -347,9 +345,8 @@ def case_edit(request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: i
     agent, dataset, case = get_case_for_user(request, agent_id, dataset_id, case_pk, with_documents=True)
     form = CaseForm(request.POST or None, dataset=dataset, case=case)
     if request.method == "POST" and form.is_valid():
-        fields = {name: form.cleaned_data[name] for name in CASE_EDITABLE_FIELDS}
         try:
-            services.case_update(case=case, **fields)
+            services.case_update(case=case, **form.case_fields())
         except ValidationError as exc:
             add_service_errors(form, exc)
         else:

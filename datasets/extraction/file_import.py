@@ -9,6 +9,7 @@ over the limit.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,16 +18,20 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import transaction
 
 from agents.models import Agent
-from datasets.documents import document_file_delete, document_store
 from datasets.extraction.errors import ExtractionFailed, FileRejected
 from datasets.extraction.mapping import mapping_from_json, suggested_choice
-from datasets.extraction.services import case_rows, extraction_from_answer, file_warnings, parse_path
+from datasets.extraction.services import (
+    case_rows,
+    extraction_from_answer,
+    file_warnings,
+    parse_path,
+    upload_dataset_stored,
+)
 from datasets.extraction.validation import ValidatedFile, validate_file
 from datasets.models import Dataset, Document
-from datasets.services import case_bulk_create, dataset_create
+from datasets.services import case_bulk_create
 
 
 class ImportRefused(Exception):
@@ -118,8 +123,6 @@ def dataset_file_import(
 
 
 def _validate(file_name: str, data: bytes) -> ValidatedFile:
-    import io
-
     try:
         return validate_file(file_name, io.BytesIO(data), len(data), max_bytes=settings.UPLOAD_MAX_BYTES)
     except FileRejected as exc:
@@ -129,27 +132,15 @@ def _validate(file_name: str, data: bytes) -> ValidatedFile:
 def _save(
     *, agent: Agent, user: User | None, name: str, data: bytes, validated: ValidatedFile, result: FileImport, text: str
 ) -> Dataset:
-    document: Document | None = None
-    try:
-        with transaction.atomic():
-            dataset = dataset_create(
-                agent=agent,
-                user=user,
-                name=name[:120],
-                source=Dataset.Source.UPLOAD,
-                status=Dataset.Status.EXTRACTING,
-                source_name=validated.original_name,
-            )
-            upload = SimpleUploadedFile(validated.original_name, data)
-            document = document_store(team=agent.team, dataset=dataset, upload=upload, validated=validated)
-            # The file is the cases' source, never an attachment (the agent must not read the answers).
-            case_bulk_create(dataset=dataset, cases=[{**row, "source_document": document} for row in result.cases])
-            Document.objects.filter(pk=document.pk).update(text=text)
-            dataset.status, dataset.notice, dataset.warnings = Dataset.Status.READY, result.notice, result.warnings
-            dataset.mapping = {"tables": result.tables, "chosen": result.chosen, "total": result.total}
-            dataset.save(update_fields=["status", "notice", "warnings", "mapping", "updated_at"])
-    except Exception:
-        if document is not None:
-            document_file_delete(document)  # storage is not transactional
-        raise
+    upload = SimpleUploadedFile(validated.original_name, data)
+    with upload_dataset_stored(agent=agent, user=user, name=name[:120], upload=upload, validated=validated) as (
+        dataset,
+        document,
+    ):
+        # The file is the cases' source, never an attachment (the agent must not read the answers).
+        case_bulk_create(dataset=dataset, cases=[{**row, "source_document": document} for row in result.cases])
+        Document.objects.filter(pk=document.pk).update(text=text)
+        dataset.status, dataset.notice, dataset.warnings = Dataset.Status.READY, result.notice, result.warnings
+        dataset.mapping = {"tables": result.tables, "chosen": result.chosen, "total": result.total}
+        dataset.save(update_fields=["status", "notice", "warnings", "mapping", "updated_at"])
     return dataset

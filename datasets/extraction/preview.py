@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from datasets.extraction import readers
-from datasets.extraction.tables import Table
+from datasets.extraction.tables import Table, column_letter
 
 MAX_SHEETS = 5
 MAX_ROWS = 200
@@ -47,19 +47,11 @@ def _table_block(table: Table) -> Block:
     ]
     return {
         "kind": "table",
-        "columns": [_column_letter(column) for column in columns],
+        "columns": [column_letter(column) for column in columns],
         "rows": rows,
         "more_rows": max(len(table.rows) - MAX_ROWS, 0),
         "unit": table.unit,
     }
-
-
-def _column_letter(column: int) -> str:
-    letters = ""
-    while column > 0:
-        column, remainder = divmod(column - 1, 26)
-        letters = chr(65 + remainder) + letters
-    return letters
 
 
 def _text_block(text: str) -> Block:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import bisect
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +69,25 @@ def dataset_upload_create(
     the expected answers).
     """
     validated = validated or upload_validate(upload)
+    with upload_dataset_stored(
+        agent=agent, user=user, name=name, upload=upload, validated=validated, agent_reads_source=agent_reads_source
+    ) as (dataset, _document):
+        job_enqueue(EXTRACT, dataset.pk)
+    return dataset
+
+
+@contextmanager
+def upload_dataset_stored(
+    *,
+    agent: Agent,
+    user: User | None,
+    name: str,
+    upload: UploadedFile,
+    validated: ValidatedFile,
+    agent_reads_source: bool = False,
+) -> Iterator[tuple[Dataset, Document]]:
+    """A new upload dataset in Extracting with the file stored as its Document, in one
+    transaction that the caller's block runs inside (the wizard's upload, manage.py dataset_import)."""
     document: Document | None = None
     try:
         with transaction.atomic():
@@ -80,13 +101,12 @@ def dataset_upload_create(
                 agent_reads_source=agent_reads_source,
             )
             document = document_store(team=agent.team, dataset=dataset, upload=upload, validated=validated)
-            job_enqueue(EXTRACT, dataset.pk)
+            yield dataset, document
     except Exception:
         # Storage is not transactional: a rolled-back dataset must not leave its file behind.
         if document is not None:
             document_file_delete(document)
         raise
-    return dataset
 
 
 def dataset_extract(*, dataset_id: int) -> None:

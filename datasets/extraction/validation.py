@@ -166,27 +166,25 @@ def _ooxml_kind(stream: IO[bytes], claimed: str, extension: str) -> str:
 def _zip_names(stream: IO[bytes]) -> list[str]:
     try:
         with zipfile.ZipFile(stream) as archive:
-            infos = archive.infolist()
-            if len(infos) > MAX_ARCHIVE_ENTRIES:
-                raise FileRejected(
-                    f"The file holds more than {MAX_ARCHIVE_ENTRIES:,} parts; it is not a normal Office file."
-                )
-            return [info.filename for info in infos]
+            return [info.filename for info in _entries(archive)]
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         raise FileRejected("The file is damaged: its zip structure cannot be read. Save it again and retry.") from exc
     finally:
         stream.seek(0)
 
 
+def _entries(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
+    infos = archive.infolist()
+    if len(infos) > MAX_ARCHIVE_ENTRIES:
+        raise FileRejected(f"The file holds more than {MAX_ARCHIVE_ENTRIES:,} parts; it is not a normal Office file.")
+    return infos
+
+
 def check_archive(stream: IO[bytes], file_type: str) -> None:
     """Refuse zip bombs from the declared sizes in the central directory, before inflating anything."""
     try:
         with zipfile.ZipFile(stream) as archive:
-            infos = archive.infolist()
-            if len(infos) > MAX_ARCHIVE_ENTRIES:
-                raise FileRejected(
-                    f"The file holds more than {MAX_ARCHIVE_ENTRIES:,} parts; it is not a normal Office file."
-                )
+            infos = _entries(archive)
             _check_sizes(infos)
             _check_xml_prologs(archive, infos)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as exc:

@@ -4,6 +4,7 @@ from django import template
 from django.conf import settings
 from django.forms import BoundField
 
+from datasets.selectors import MAX_SEARCH_TERMS
 from evalsite import llm
 
 register = template.Library()
@@ -15,8 +16,6 @@ register = template.Library()
 
 
 def _terms_pattern(query: str) -> re.Pattern[str] | None:
-    from datasets.selectors import MAX_SEARCH_TERMS
-
     terms = sorted({term for term in (query or "").split()[:MAX_SEARCH_TERMS] if term}, key=len, reverse=True)
     if not terms:
         return None
