@@ -145,7 +145,7 @@ class TestCase(models.Model):
     # Multi-turn cases: the user turns that come BEFORE `question`, in order, each with an
     # optional expected reply: [{"user": "...", "expected": "..."}]. The conversation is
     # turns[0].user, turns[1].user, ..., then `question` last; `expected_answer` is the
-    # expected final reply. Empty for single-turn cases. (datasets.services.case_fields_clean)
+    # expected final reply. Empty for single-turn cases. (datasets.fields.case_fields_clean)
     turns = models.JSONField(default=list, blank=True)
     # The expected tool trajectory over the whole conversation: [{"name": "...", "args": {...}}].
     # `args` lists only the arguments to check ({} checks none), when check_tool_args is on.
