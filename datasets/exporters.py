@@ -15,7 +15,14 @@ from typing import Any
 
 from django.utils.text import slugify
 
-from datasets.fields import CSV_FIELDS, EVAL_SET_EXTENSION_FIELDS, SCORING_FIELDS, invocation_ids, neutralise
+from datasets.fields import (
+    CSV_FIELDS,
+    EVAL_SET_EXTENSION_FIELDS,
+    EVAL_SET_EXTRA_KEYS,
+    SCORING_FIELDS,
+    invocation_ids,
+    neutralise,
+)
 from datasets.models import Dataset, TestCase
 
 CSV_HEADER = tuple(field.name for field in CSV_FIELDS)
@@ -88,9 +95,7 @@ def case_to_eval_case(case: TestCase, number: int) -> dict[str, Any]:
         )
     )
     eval_case: dict[str, Any] = {"eval_id": eval_id, "conversation": conversation}
-    eval_case.update(
-        {key: value for key, value in case.extra.items() if key in ("session_input", "expected_node_order")}
-    )
+    eval_case.update({key: value for key, value in case.extra.items() if key in EVAL_SET_EXTRA_KEYS})
     if case.tags:
         eval_case["tags"] = case.tags
     eval_case["creation_timestamp"] = timestamp

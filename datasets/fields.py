@@ -312,6 +312,9 @@ CSV_FIELDS = tuple(f for f in CASE_FIELDS if f.group != "internal")
 # Keys of the "evalsite" object on an exported eval case (what the EvalSet shape has no place for).
 EVAL_SET_EXTENSION_FIELDS = tuple(f.name for f in CSV_FIELDS if not f.in_eval_set)
 
+# Eval-set fields Evalsite keeps in TestCase.extra and writes back on export.
+EVAL_SET_EXTRA_KEYS = ("session_input", "expected_node_order")
+
 _BY_NAME = {f.name: f for f in CASE_FIELDS}
 
 

@@ -20,6 +20,7 @@ from django.core.exceptions import ValidationError
 from datasets.fields import (
     CSV_FIELDS,
     EVAL_SET_EXTENSION_FIELDS,
+    EVAL_SET_EXTRA_KEYS,
     SCORING_FIELDS,
     case_field_errors,
     case_fields_clean,
@@ -47,9 +48,6 @@ CSV_COLUMNS = {
     "id": "case_id",
     "expected": "expected_answer",
 }
-
-# Eval-set fields kept in TestCase.extra and written back on export.
-EXTRA_KEYS = ("session_input", "expected_node_order")
 
 
 @dataclass
@@ -365,7 +363,7 @@ def _case_from_eval_case(item: Any) -> dict[str, Any]:
         "tags": item.get("tags") or [],
     }
     fields.update({key: extension[key] for key in EVAL_SET_EXTENSION_FIELDS if key in extension})
-    extra = {key: _get(item, key) for key in EXTRA_KEYS if _get(item, key) is not None}
+    extra = {key: _get(item, key) for key in EVAL_SET_EXTRA_KEYS if _get(item, key) is not None}
     ids = [str(_get(invocation, "invocation_id") or "") for invocation in conversation]
     if ids and all(ids) and ids != invocation_ids(fields["case_id"] or eval_id, len(ids)):
         # The file's own invocation ids, written back on export (ours are derived from the eval_id).
