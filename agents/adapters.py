@@ -34,7 +34,7 @@ from django.conf import settings
 from agents.diff import MASK
 from agents.models import Agent, AgentVersion
 from evalsite import llm
-from evalsite.text import STOPWORDS, tokens
+from evalsite.text import content_terms
 
 # A model that keeps calling tools is cut off after this many rounds.
 MAX_TOOL_ROUNDS = 6
@@ -453,24 +453,12 @@ def split_passages(text: str) -> list[str]:
     return passages
 
 
-def _terms(text: str) -> list[str]:
-    return [_stem(token) for token in tokens(text) if token not in STOPWORDS]
-
-
-def _stem(token: str) -> str:
-    # Just enough folding that "refunds" finds "refund" and "cancelled" finds "cancel".
-    for suffix in ("ies", "ing", "ed", "es", "s"):
-        if len(token) > len(suffix) + 2 and token.endswith(suffix):
-            return token[: -len(suffix)] + ("y" if suffix == "ies" else "")
-    return token
-
-
 def best_passages(question: str, passages: list[str]) -> list[str]:
     """The best passage for the question by BM25, plus the runner-up when it scores nearly as well."""
-    query = set(_terms(question))
+    query = set(content_terms(question))
     if not query or not passages:
         return []
-    documents = [Counter(_terms(passage)) for passage in passages]
+    documents = [Counter(content_terms(passage)) for passage in passages]
     average_length = sum(sum(doc.values()) for doc in documents) / len(documents) or 1.0
     frequency = Counter(term for doc in documents for term in query if term in doc)
     scored: list[tuple[float, int]] = []

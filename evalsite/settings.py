@@ -248,6 +248,10 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "evalsite")
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-work": {"task": "runs.tasks.run_reap", "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5)},
     "reap-stale-datasets": {"task": "datasets.tasks.dataset_reap", "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5)},
+    "reap-stale-rule-maps": {
+        "task": "datasets.tasks.dataset_rule_map_reap",
+        "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5),
+    },
     "reap-stale-playground": {
         "task": "playground.tasks.exchange_reap",
         "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5),
@@ -278,6 +282,7 @@ _MAX_TOKENS_DEFAULTS = {
     "rewrite": 4000,
     "summary": 500,
     "simulator": 300,
+    "coverage": 2000,
     "probe": 48,
 }
 EVALSITE_LLM_MAX_TOKENS = {
@@ -297,6 +302,7 @@ EVALSITE_LLM_TIMEOUTS = {
         "rewrite",
         "summary",
         "simulator",
+        "coverage",
         "probe",
     )
     if (seconds := env_float(f"EVALSITE_LLM_TIMEOUT_{task.upper()}", 0.0)) > 0

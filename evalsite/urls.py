@@ -10,6 +10,7 @@ urlpatterns = [
     path("accounts/", include("accounts.urls")),
     path("agents/", include("agents.urls")),
     path("agents/<int:agent_id>/datasets/", include("datasets.urls")),
+    path("agents/<int:agent_id>/datasets/<int:dataset_id>/coverage/", include("runs.coverage_urls")),
     path("agents/<int:agent_id>/runs/", include("runs.urls")),
     path("agents/<int:agent_id>/runs/<int:run_id>/suggestions/", include("suggestions.urls")),
     path("agents/<int:agent_id>/playground/", include("playground.urls")),

@@ -18,11 +18,12 @@ from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from agents.models import Agent
-from datasets.generation.generator import Generation, GenerationError, agent_rules, generate_cases
+from agents.rules import AgentRule
+from datasets.generation.generator import Generation, GenerationError, Rule, agent_rules, generate_cases
 from datasets.generation.writers import WrittenDocument, write_document
 from datasets.models import Dataset, Document
 from datasets.services import case_bulk_create, dataset_create
@@ -69,6 +70,29 @@ def dataset_generate_create(*, agent: Agent, user: User, name: str, count: int, 
     return dataset
 
 
+def dataset_generate_more(*, dataset: Dataset, user: User, rules: list[AgentRule], count: int) -> Dataset:
+    """Append `count` generated cases to an existing dataset, testing only `rules` (coverage's
+    "Generate cases for uncovered rules"). The dataset is Extracting while the model writes;
+    if generation fails, it goes back to Ready with its cases untouched and the reason as a notice."""
+    if not llm.is_configured("llm"):
+        raise ValidationError(NO_MODEL_MESSAGE)
+    if not MIN_CASES <= count <= MAX_CASES:
+        raise ValidationError({"count": [f"Choose from {MIN_CASES} to {MAX_CASES} test cases."]})
+    if not rules:
+        raise ValidationError("Every rule already has a test case: there is nothing to fill.")
+    with transaction.atomic():
+        locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
+        if locked.status != Dataset.Status.READY:
+            raise ValidationError("Cases can be generated into a Ready dataset only. Wait until it is Ready.")
+        more = {"count": count, "rules": [{"section": r.section, "text": r.text, "id": r.id} for r in rules]}
+        locked.generation = {**locked.generation, "more": more}
+        locked.status = Dataset.Status.EXTRACTING
+        locked.job_attempts = 0
+        locked.save(update_fields=["generation", "status", "job_attempts", "updated_at"])
+        transaction.on_commit(lambda: _enqueue(locked.pk))
+    return locked
+
+
 def _enqueue(dataset_id: int) -> None:
     from datasets.tasks import dataset_generate as dataset_generate_task
 
@@ -80,13 +104,26 @@ def dataset_generate(*, dataset_id: int) -> None:
     dataset = _claim(dataset_id)
     if dataset is None:
         return
+    more = dataset.generation.get("more")
     try:
-        generation = generate_cases(
-            agent=dataset.agent,
-            count=int(dataset.generation.get("count") or 0),
-            instructions=str(dataset.generation.get("instructions") or ""),
-            trace={"dataset": dataset.pk},
-        )
+        if more:
+            generation = generate_cases(
+                agent=dataset.agent,
+                count=int(more.get("count") or 0),
+                trace={"dataset": dataset.pk},
+                rules=[
+                    Rule(number=number, section=str(rule["section"]), text=str(rule["text"]))
+                    for number, rule in enumerate(more.get("rules") or [], start=1)
+                ],
+                avoid=list(dataset.cases.values_list("question", flat=True)),
+            )
+        else:
+            generation = generate_cases(
+                agent=dataset.agent,
+                count=int(dataset.generation.get("count") or 0),
+                instructions=str(dataset.generation.get("instructions") or ""),
+                trace={"dataset": dataset.pk},
+            )
         written = [write_document(case.document) if case.document else None for case in generation.cases]
     except GenerationError as error:
         dataset_generate_fail(dataset_id=dataset_id, reason=error.message)
@@ -111,8 +148,9 @@ def _claim(dataset_id: int) -> Dataset | None:
     worker died with no retry count of their own, stop after the limit (check 20 in docs/architecture.md).
     """
     limit = settings.EVALSITE_EXTRACT_MAX_ATTEMPTS
+    generating = Q(source=Dataset.Source.GENERATED) | Q(generation__has_key="more")
     claimed = Dataset.objects.filter(
-        pk=dataset_id, status=Dataset.Status.EXTRACTING, source=Dataset.Source.GENERATED, job_attempts__lt=limit
+        generating, pk=dataset_id, status=Dataset.Status.EXTRACTING, job_attempts__lt=limit
     ).update(job_attempts=F("job_attempts") + 1, job_started_at=timezone.now())
     if claimed:
         return Dataset.objects.select_related("agent__current_version").get(pk=dataset_id)
@@ -124,7 +162,21 @@ def _claim(dataset_id: int) -> Dataset | None:
 
 
 def dataset_generate_fail(*, dataset_id: int, reason: str) -> bool:
-    """Extracting -> Failed with a reason the user can act on; False when already settled or gone."""
+    """Extracting -> Failed with a reason the user can act on; False when already settled or gone.
+
+    A dataset that was only getting more cases goes back to Ready, its cases kept, the reason its notice."""
+    with transaction.atomic():
+        adding = (
+            Dataset.objects.select_for_update()
+            .filter(pk=dataset_id, status=Dataset.Status.EXTRACTING, generation__has_key="more")
+            .first()
+        )
+        if adding is not None:
+            adding.generation.pop("more", None)
+            adding.status = Dataset.Status.READY
+            adding.notice = f"Generating more test cases failed: {reason}"[:4000]
+            adding.save(update_fields=["generation", "status", "notice", "updated_at"])
+            return True
     return bool(
         Dataset.objects.filter(pk=dataset_id, status=Dataset.Status.EXTRACTING).update(
             status=Dataset.Status.FAILED, failure_reason=reason[:2000], notice="", updated_at=timezone.now()
@@ -190,7 +242,12 @@ def _save_rows(dataset: Dataset, generation: Generation, documents: list[Documen
     )
     dataset.status = Dataset.Status.READY
     dataset.failure_reason = ""
-    dataset.generation = {**dataset.generation, **_generation_record(generation)}
+    more = dataset.generation.pop("more", None)
+    if more is None:
+        dataset.generation = {**dataset.generation, **_generation_record(generation)}
+    else:  # the dataset's own generation record stays; the addition is listed after it
+        added = {"count": len(generation.cases), "rules": [rule["id"] for rule in more.get("rules") or []]}
+        dataset.generation["added"] = [*dataset.generation.get("added", []), added]
     dataset.save(update_fields=["status", "failure_reason", "generation", "updated_at"])
 
 
