@@ -15,7 +15,6 @@ if TYPE_CHECKING:
 
     class CaseCount(TypedDict):
         case_count: int
-        has_rule_map: bool
 
     DatasetWithCount = WithAnnotations[Dataset, CaseCount]
 
