@@ -31,9 +31,10 @@ from typing import Any
 
 from django.conf import settings
 
+from agents.diff import MASK
 from agents.models import Agent, AgentVersion
 from evalsite import llm
-from evalsite.text import STOPWORDS, tokens
+from evalsite.text import content_terms
 
 # A model that keeps calling tools is cut off after this many rounds.
 MAX_TOOL_ROUNDS = 6
@@ -213,6 +214,15 @@ def system_prompt(version: AgentVersion, request: AgentRequest | None = None) ->
 
 
 class HttpAdapter(Adapter):
+    # Kept of each response body, for the playground's "raw response" (agents answer JSON; a
+    # proxy's error page can be large).
+    MAX_RECORDED_BODY = 20_000
+
+    def __init__(self, version: AgentVersion) -> None:
+        super().__init__(version)
+        # Every attempt of the last ask, as sent and as received (the playground shows them).
+        self.attempts: list[dict[str, Any]] = []
+
     def check(self) -> None:
         if not self.version.http_url:
             raise AgentConfigError("This HTTP agent has no endpoint URL. Set one on the agent's configuration.")
@@ -244,12 +254,15 @@ class HttpAdapter(Adapter):
         }
         retries = settings.EVALSITE_LLM_RETRIES
         attempt = 0
+        self.attempts = []
         while True:
             attempt += 1
             after = f" after {attempt} attempts" if attempt > 1 else ""
             hint: float | None = None
+            record = self._record(payload, headers)
             try:
                 response = _http_client().post(self.version.http_url, json=payload, headers=headers, timeout=timeout)
+                record["status"], record["response"] = response.status_code, response.text[: self.MAX_RECORDED_BODY]
             except httpx.TimeoutException as exc:
                 # Not asked again by default: the agent may still be working on it (and a
                 # second request repeats the expensive part), as for model calls.
@@ -269,9 +282,23 @@ class HttpAdapter(Adapter):
                     retryable=response.status_code in TRANSIENT_HTTP_STATUSES,
                 )
                 cause, hint = Exception(response.status_code), _retry_after(response.headers)
+            record["error"] = error.message
             if not error.retryable or attempt > retries:
                 raise error from cause
             time.sleep(_backoff(attempt, hint))
+
+    def _record(self, payload: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+        """One attempt's entry in `attempts`: the team's own header values masked, the rest as sent."""
+        secret = {str(name).lower() for name in (self.version.http_headers or {})}
+        shown = {name: (MASK if name.lower() in secret else value) for name, value in headers.items()}
+        record: dict[str, Any] = {
+            "request": {"method": "POST", "url": self.version.http_url, "headers": shown, "body": payload},
+            "status": None,
+            "response": "",
+            "error": "",
+        }
+        self.attempts.append(record)
+        return record
 
 
 def _idempotency_headers(request: AgentRequest) -> dict[str, str]:
@@ -426,24 +453,12 @@ def split_passages(text: str) -> list[str]:
     return passages
 
 
-def _terms(text: str) -> list[str]:
-    return [_stem(token) for token in tokens(text) if token not in STOPWORDS]
-
-
-def _stem(token: str) -> str:
-    # Just enough folding that "refunds" finds "refund" and "cancelled" finds "cancel".
-    for suffix in ("ies", "ing", "ed", "es", "s"):
-        if len(token) > len(suffix) + 2 and token.endswith(suffix):
-            return token[: -len(suffix)] + ("y" if suffix == "ies" else "")
-    return token
-
-
 def best_passages(question: str, passages: list[str]) -> list[str]:
     """The best passage for the question by BM25, plus the runner-up when it scores nearly as well."""
-    query = set(_terms(question))
+    query = set(content_terms(question))
     if not query or not passages:
         return []
-    documents = [Counter(_terms(passage)) for passage in passages]
+    documents = [Counter(content_terms(passage)) for passage in passages]
     average_length = sum(sum(doc.values()) for doc in documents) / len(documents) or 1.0
     frequency = Counter(term for doc in documents for term in query if term in doc)
     scored: list[tuple[float, int]] = []

@@ -19,6 +19,7 @@ from datetime import timedelta
 
 from celery import Task
 from django.conf import settings
+from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
@@ -26,6 +27,10 @@ from datasets.models import Dataset
 from datasets.tasks import dataset_extract as dataset_extract_task
 from datasets.tasks import dataset_generate as dataset_generate_task
 from evalsite.enqueue import enqueue_on_commit
+
+# A Ready dataset getting more generated cases (coverage's "generate for uncovered rules",
+# datasets.generation.services.dataset_generate_more) is a generation job whatever its source.
+ADDING = Q(generation__has_key="more")
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,8 @@ def job_claim(kind: JobKind, dataset_id: int) -> Dataset | None:
     the dataset fails instead (check 20 in docs/architecture.md).
     """
     limit = settings.EVALSITE_EXTRACT_MAX_ATTEMPTS
-    own = Dataset.objects.filter(pk=dataset_id, status=Dataset.Status.EXTRACTING, source=kind.source)
+    mine = Q(source=kind.source) | ADDING if kind is GENERATE else Q(source=kind.source) & ~ADDING
+    own = Dataset.objects.filter(mine, pk=dataset_id, status=Dataset.Status.EXTRACTING)
     claimed = own.filter(job_attempts__lt=limit).update(
         job_attempts=F("job_attempts") + 1, job_started_at=timezone.now()
     )
@@ -98,11 +104,20 @@ def job_crashed(*, task_name: str, dataset_id: int) -> bool:
 
 
 def _settle_failed(datasets: QuerySet[Dataset], reason: str) -> bool:
-    return bool(
-        datasets.update(
-            status=Dataset.Status.FAILED, failure_reason=reason[:2000], notice="", updated_at=timezone.now()
-        )
+    """Failed with `reason`; a dataset that was only getting more cases goes back to Ready instead,
+    its cases kept, with the reason as its notice."""
+    settled = False
+    with transaction.atomic():
+        for adding in datasets.filter(ADDING).select_for_update():
+            adding.generation.pop("more", None)
+            adding.status = Dataset.Status.READY
+            adding.notice = f"Generating more test cases failed: {reason}"[:4000]
+            adding.save(update_fields=["generation", "status", "notice", "updated_at"])
+            settled = True
+    failed = datasets.exclude(ADDING).update(
+        status=Dataset.Status.FAILED, failure_reason=reason[:2000], notice="", updated_at=timezone.now()
     )
+    return settled or bool(failed)
 
 
 def dataset_reap() -> list[int]:
@@ -118,10 +133,10 @@ def dataset_reap() -> list[int]:
     started_before = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
     # Keyed by the plain strings values_list gives back (a Source is equal to its value).
     kinds = {str(kind.source): kind for kind in KINDS}
-    stale = Dataset.objects.filter(status=Dataset.Status.EXTRACTING, source__in=list(kinds)).filter(
-        Q(job_started_at__isnull=True, created_at__lt=queued_before) | Q(job_started_at__lt=started_before)
+    stale = Dataset.objects.filter(Q(source__in=list(kinds)) | ADDING, status=Dataset.Status.EXTRACTING).filter(
+        Q(job_started_at__isnull=True, updated_at__lt=queued_before) | Q(job_started_at__lt=started_before)
     )
-    rows = list(stale.values_list("pk", "source"))
-    for dataset_id, source in rows:
-        kinds[source].task.delay(dataset_id)
-    return [dataset_id for dataset_id, _ in rows]
+    rows = list(stale.values_list("pk", "source", "generation"))
+    for dataset_id, source, generation in rows:
+        (GENERATE if "more" in (generation or {}) else kinds[source]).task.delay(dataset_id)
+    return [dataset_id for dataset_id, _, _ in rows]

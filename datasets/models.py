@@ -194,3 +194,38 @@ class TestCase(models.Model):
 
     def __str__(self) -> str:
         return self.question[:80]
+
+
+class RuleMap(models.Model):
+    """A model's reading of which agent rules a dataset's cases test (datasets.coverage).
+
+    Without one, coverage maps cases to the version's rules by word overlap, on the fly.
+    With a model, a job rephrases the version's rules into testable statements and asks
+    which rules each case exercises; the latest finished map of (dataset, version) is used.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Mapping"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="rule_maps")
+    version = models.ForeignKey("agents.AgentVersion", on_delete=models.CASCADE, related_name="rule_maps")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
+    # [{"id", "section", "text", "topic"}]: the model's testable statements, ids as agents.rules.rule_id.
+    rules = models.JSONField(default=list, blank=True)
+    # {"<case pk>": ["G-3fa2c1", ...]}
+    links = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    tokens = models.PositiveIntegerField(default=0)
+    cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"Rule map of {self.dataset} for v{self.version_id}"

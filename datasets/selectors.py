@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypedDict
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from agents.models import Agent
-from datasets.models import Dataset, TestCase
+from datasets.models import Dataset, RuleMap, TestCase
 
 if TYPE_CHECKING:
     # django-stubs (a dev requirement) types annotated rows; only the checker imports it.
@@ -33,7 +33,9 @@ def dataset_list(*, agent: Agent) -> QuerySet[DatasetWithCount]:
 
 
 def dataset_get(*, agent: Agent, dataset_id: int) -> DatasetWithCount | None:
-    dataset = dataset_list(agent=agent).filter(pk=dataset_id).first()
+    # has_rule_map: whether a model mapped its cases to rules (the rule chips skip that query if not).
+    finished_maps = RuleMap.objects.filter(dataset=OuterRef("pk"), status=RuleMap.Status.DONE)
+    dataset = dataset_list(agent=agent).filter(pk=dataset_id).annotate(has_rule_map=Exists(finished_maps)).first()
     if dataset is not None:
         dataset.agent = agent  # already loaded and checked; saves a query per use
     return dataset

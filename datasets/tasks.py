@@ -45,3 +45,29 @@ def dataset_reap() -> None:
     from datasets.jobs import dataset_reap
 
     dataset_reap()
+
+
+class _RuleMapTask(Task):
+    def on_failure(self, exc: BaseException, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
+        # An error nobody planned for still settles the map, so the coverage page stops saying Mapping.
+        from datasets.coverage import rule_map_fail
+
+        map_id = kwargs.get("map_id", args[0] if args else None)
+        if map_id is not None:
+            rule_map_fail(map_id=map_id, reason="Mapping stopped because of an unexpected error. Try again.")
+
+
+@shared_task(base=_RuleMapTask, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=2)
+def dataset_rule_map(map_id: int) -> None:
+    """Map a dataset's cases to an agent version's rules with the model (datasets.coverage)."""
+    from datasets.coverage import rule_map_execute
+
+    rule_map_execute(map_id=map_id)
+
+
+@shared_task
+def dataset_rule_map_reap() -> int:
+    """Fail rule maps whose worker died (beat)."""
+    from datasets.coverage import rule_map_reap
+
+    return rule_map_reap()

@@ -29,6 +29,7 @@ from django_htmx.http import (
 
 from agents.models import Agent
 from datasets import selectors, services
+from datasets.coverage import rule_chips_attach
 from datasets.forms import CaseForm, DatasetCreateForm, DatasetRenameForm, DatasetSettingsForm
 from datasets.models import Dataset, TestCase
 from datasets.upload_forms import DocumentUploadForm, UploadSizeGuard
@@ -216,6 +217,7 @@ def _case_page(request: AuthedRequest, dataset: Dataset, page_number: Any = None
 
 
 def _case_list_context(agent: Agent, dataset: Dataset, page: Page, query: str, total: int) -> dict[str, Any]:
+    rule_chips_attach(dataset=dataset, version=agent.current_version, page=page)
     # run_blocker too: an htmx refresh of the list re-renders the Run button out of band.
     run_blocker = selectors.dataset_run_blocker(dataset=dataset, case_count=total) or run_selectors.agent_run_blocker(
         agent=agent

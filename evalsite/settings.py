@@ -88,6 +88,7 @@ INSTALLED_APPS = [
     "datasets",
     "runs",
     "suggestions",
+    "playground",
 ]
 
 MIDDLEWARE = [
@@ -247,6 +248,14 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "evalsite")
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-work": {"task": "runs.tasks.run_reap", "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5)},
     "reap-stale-datasets": {"task": "datasets.tasks.dataset_reap", "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5)},
+    "reap-stale-rule-maps": {
+        "task": "datasets.tasks.dataset_rule_map_reap",
+        "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5),
+    },
+    "reap-stale-playground": {
+        "task": "playground.tasks.exchange_reap",
+        "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5),
+    },
 }
 
 # The LLM gateway (evalsite/llm.py). Empty model = no model configured.
@@ -273,6 +282,7 @@ _MAX_TOKENS_DEFAULTS = {
     "rewrite": 4000,
     "summary": 500,
     "simulator": 300,
+    "coverage": 2000,
     "probe": 48,
 }
 EVALSITE_LLM_MAX_TOKENS = {
@@ -292,6 +302,7 @@ EVALSITE_LLM_TIMEOUTS = {
         "rewrite",
         "summary",
         "simulator",
+        "coverage",
         "probe",
     )
     if (seconds := env_float(f"EVALSITE_LLM_TIMEOUT_{task.upper()}", 0.0)) > 0
@@ -326,6 +337,8 @@ EVALSITE_WORKER_HEARTBEAT_TTL = env_float("EVALSITE_WORKER_HEARTBEAT_TTL", 15.0)
 EVALSITE_STALE_QUEUE_SECONDS = env_int("EVALSITE_STALE_QUEUE_SECONDS", 120)
 # Lifetime of the signed document links an HTTP agent receives with each case.
 EVALSITE_DOCUMENT_URL_TTL = env_int("EVALSITE_DOCUMENT_URL_TTL", 900)
+# A playground message with no answer after this long is failed with a message (worker down, message lost).
+EVALSITE_PLAYGROUND_TIMEOUT = env_int("EVALSITE_PLAYGROUND_TIMEOUT", 300)
 EVALSITE_MAX_DATASETS_PER_AGENT = 100
 EVALSITE_MAX_CASES_PER_DOCUMENT = 500
 

@@ -15,6 +15,24 @@ def tokens(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+_POSSESSIVE = re.compile(r"['’]s?$")
+
+
+def stem(token: str) -> str:
+    # Just enough folding that "refunds" finds "refund" and "cancelled" finds "cancel".
+    for suffix in ("ies", "ing", "ed", "es", "s"):
+        if len(token) > len(suffix) + 2 and token.endswith(suffix):
+            return token[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return token
+
+
+def content_terms(text: str) -> list[str]:
+    """The text's words without stopwords, folded by `stem`: what retrieval and rule coverage compare."""
+    # A possessive is its word: "customer's" is "customer".
+    words = (_POSSESSIVE.sub("", token) for token in tokens(text))
+    return [stem(word) for word in words if word and word not in STOPWORDS]
+
+
 def content_tokens(text: str) -> set[str]:
     return {token for token in tokens(text) if token not in STOPWORDS}
 

@@ -21,6 +21,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from accounts import services as account_services
 from accounts.models import ApiToken
 from datasets.models import Document
+from playground.models import Exchange
 from runs.models import Result, Run, RunCase
 from suggestions.models import Suggestion
 from tests.factories import AgentFactory, DatasetFactory, TestCaseFactory
@@ -32,6 +33,7 @@ PUBLIC = {
     "accounts:login": "the sign-in page",
     "runs:document_signed": "an HTTP agent fetches case documents with a signed, expiring link instead of a session",
     "healthz": "load balancers and container health checks ask it; it says only up or down",
+    "playground:document_signed": "an HTTP agent fetches a playground attachment with a signed, expiring link",
 }
 # Parameters that name the agent's own objects: swapping the agent for another one of
 # the same team must turn them into a 404.
@@ -45,6 +47,7 @@ AGENT_SCOPED = {
     "run_case_id",
     "result_id",
     "suggestion_id",
+    "exchange_id",
 }
 
 
@@ -124,6 +127,15 @@ def url_objects(team, alice, bob, agent) -> dict[str, int]:
         description="The knowledge lacks the refund window.",
     )
     token, _ = account_services.api_token_create(user=alice, name="matrix")
+    exchange = Exchange.objects.create(
+        agent=agent,
+        version=agent.current_version,
+        created_by=alice,
+        message="Can I get a refund?",
+        status=Exchange.Status.DONE,
+        answer="Within 30 days.",
+    )
+    exchange.documents.add(document)
     return {
         "agent_id": agent.pk,
         "version_id": agent.current_version_id,
@@ -138,6 +150,7 @@ def url_objects(team, alice, bob, agent) -> dict[str, int]:
         "suggestion_id": suggestion.pk,
         "membership_id": bob.memberships.get(team=team).pk,
         "token_id": token.pk,
+        "exchange_id": exchange.pk,
     }
 
 

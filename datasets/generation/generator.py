@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -239,11 +240,22 @@ def _spread_hint(asked: int, rule_count: int) -> str:
 
 
 def generate_cases(
-    *, agent: Agent, count: int, instructions: str = "", trace: dict[str, Any] | None = None
+    *,
+    agent: Agent,
+    count: int,
+    instructions: str = "",
+    trace: dict[str, Any] | None = None,
+    rules: list[Rule] | None = None,
+    avoid: Sequence[str] = (),
 ) -> Generation:
-    """Exactly `count` distinct cases, or GenerationError (llm.LLMError passes through)."""
+    """Exactly `count` distinct cases, or GenerationError (llm.LLMError passes through).
+
+    `rules` narrows the cases to those rules (coverage's "generate for uncovered rules");
+    `avoid` are questions the dataset already has, which no new case may repeat."""
     version = agent.current_version
-    rules = agent_rules(version) if version is not None else []
+    if rules is None:
+        rules = agent_rules(version) if version is not None else []
+    existing = [GeneratedCase(question=question, expected_answer="", rule=None, tests_rule="") for question in avoid]
     if not rules:
         raise GenerationError(
             "The agent has no instructions, skills, guardrails or knowledge to write test cases from. "
@@ -259,7 +271,7 @@ def generate_cases(
             rules=rules,
             asked=asked,
             instructions=instructions,
-            written=result.cases,
+            written=[*existing, *result.cases],
             under_covered=_under_covered(rules, result.cases, count),
         )
         try:
@@ -280,7 +292,7 @@ def generate_cases(
         result.completion_tokens += answer.completion_tokens
         result.cost += answer.cost
         assert answer.data is not None  # complete_json returns only an answer that matched the object schema
-        candidates = _usable_cases(answer.data.get("cases") or [], rules, result)
+        candidates = _usable_cases(answer.data.get("cases") or [], rules, result, existing)
         result.cases += _balanced_pick(candidates, result.cases, asked)
     if len(result.cases) < count:
         raise GenerationError(_shortfall_reason(result, count))
@@ -294,14 +306,16 @@ def _add_usage(result: Generation, spent: llm.LLMResult | None) -> None:
         result.cost += spent.cost
 
 
-def _usable_cases(raw_cases: list[Any], rules: list[Rule], result: Generation) -> list[GeneratedCase]:
-    """Valid cases that duplicate neither a kept case nor each other, in the model's order."""
+def _usable_cases(
+    raw_cases: list[Any], rules: list[Rule], result: Generation, existing: Sequence[GeneratedCase] = ()
+) -> list[GeneratedCase]:
+    """Valid cases that duplicate neither a kept (or existing) case nor each other, in the model's order."""
     usable: list[GeneratedCase] = []
     for raw in raw_cases:
         case, problem = parse_case(raw, rules)
         if case is None:
             result.dropped[problem] += 1
-        elif any(is_near_duplicate(case, other) for other in [*result.cases, *usable]):
+        elif any(is_near_duplicate(case, other) for other in [*existing, *result.cases, *usable]):
             result.dropped["duplicate"] += 1
         else:
             usable.append(case)

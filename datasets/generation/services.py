@@ -21,7 +21,8 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 
 from agents.models import Agent
-from datasets.generation.generator import Generation, GenerationError, agent_rules, generate_cases
+from agents.rules import AgentRule
+from datasets.generation.generator import Generation, GenerationError, Rule, agent_rules, generate_cases
 from datasets.generation.writers import WrittenDocument, write_document
 from datasets.jobs import GENERATE, job_claim, job_enqueue, job_fail
 from datasets.models import Dataset, Document
@@ -67,18 +68,54 @@ def dataset_generate_create(*, agent: Agent, user: User, name: str, count: int, 
     return dataset
 
 
+def dataset_generate_more(*, dataset: Dataset, user: User, rules: list[AgentRule], count: int) -> Dataset:
+    """Append `count` generated cases to an existing dataset, testing only `rules` (coverage's
+    "Generate cases for uncovered rules"). The dataset is Extracting while the model writes;
+    if generation fails, it goes back to Ready with its cases untouched and the reason as a notice."""
+    if not llm.is_configured("llm"):
+        raise ValidationError(NO_MODEL_MESSAGE)
+    if not MIN_CASES <= count <= MAX_CASES:
+        raise ValidationError({"count": [f"Choose from {MIN_CASES} to {MAX_CASES} test cases."]})
+    if not rules:
+        raise ValidationError("Every rule already has a test case: there is nothing to fill.")
+    with transaction.atomic():
+        locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
+        if locked.status != Dataset.Status.READY:
+            raise ValidationError("Cases can be generated into a Ready dataset only. Wait until it is Ready.")
+        more = {"count": count, "rules": [{"section": r.section, "text": r.text, "id": r.id} for r in rules]}
+        locked.generation = {**locked.generation, "more": more}
+        locked.status = Dataset.Status.EXTRACTING
+        locked.job_attempts, locked.job_started_at = 0, None
+        locked.save(update_fields=["generation", "status", "job_attempts", "job_started_at", "updated_at"])
+        job_enqueue(GENERATE, locked.pk)
+    return locked
+
+
 def dataset_generate(*, dataset_id: int) -> None:
     """The generation job. Safe to run twice: only a dataset still Extracting is worked on."""
     dataset = job_claim(GENERATE, dataset_id)
     if dataset is None:
         return
+    more = dataset.generation.get("more")
     try:
-        generation = generate_cases(
-            agent=dataset.agent,
-            count=int(dataset.generation.get("count") or 0),
-            instructions=str(dataset.generation.get("instructions") or ""),
-            trace={"dataset": dataset.pk},
-        )
+        if more:
+            generation = generate_cases(
+                agent=dataset.agent,
+                count=int(more.get("count") or 0),
+                trace={"dataset": dataset.pk},
+                rules=[
+                    Rule(number=number, section=str(rule["section"]), text=str(rule["text"]))
+                    for number, rule in enumerate(more.get("rules") or [], start=1)
+                ],
+                avoid=list(dataset.cases.values_list("question", flat=True)),
+            )
+        else:
+            generation = generate_cases(
+                agent=dataset.agent,
+                count=int(dataset.generation.get("count") or 0),
+                instructions=str(dataset.generation.get("instructions") or ""),
+                trace={"dataset": dataset.pk},
+            )
         written = [write_document(case.document) if case.document else None for case in generation.cases]
     except GenerationError as error:
         job_fail(dataset_id=dataset_id, reason=error.message)
@@ -153,7 +190,12 @@ def _save_rows(dataset: Dataset, generation: Generation, documents: list[Documen
     )
     dataset.status = Dataset.Status.READY
     dataset.failure_reason = ""
-    dataset.generation = {**dataset.generation, **_generation_record(generation)}
+    more = dataset.generation.pop("more", None)
+    if more is None:
+        dataset.generation = {**dataset.generation, **_generation_record(generation)}
+    else:  # the dataset's own generation record stays; the addition is listed after it
+        added = {"count": len(generation.cases), "rules": [rule["id"] for rule in more.get("rules") or []]}
+        dataset.generation["added"] = [*dataset.generation.get("added", []), added]
     dataset.save(update_fields=["status", "failure_reason", "generation", "updated_at"])
 
 

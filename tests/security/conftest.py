@@ -13,6 +13,8 @@ from django.utils import timezone
 
 from datasets.models import Document
 from evalsite.models import WorkerHeartbeat
+from playground import services as playground_services
+from playground.models import Exchange
 from runs import engine
 from runs.models import Run
 from tests.datasets.files import pdf_bytes
@@ -41,4 +43,10 @@ def stored_objects(url_objects, media_root) -> dict[str, int | str]:  # noqa: F8
     signed = urlsplit(engine.document_url(run, document.pk)).path
     # A worker that beats, so /healthz answers 200 like the rest of the sweep (its 503: tests/evalsite).
     WorkerHeartbeat.objects.create(name="sweep-worker", started_at=timezone.now(), last_seen=timezone.now())
-    return {**url_objects, "token": resolve(signed).kwargs["token"]}
+    exchange = Exchange.objects.get(pk=url_objects["exchange_id"])
+    playground_link = urlsplit(playground_services.document_url(exchange, document.pk)).path
+    return {
+        **url_objects,
+        "token": resolve(signed).kwargs["token"],
+        "signed": resolve(playground_link).kwargs["signed"],
+    }

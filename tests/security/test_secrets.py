@@ -26,7 +26,8 @@ from accounts import services as account_services
 from accounts.middleware import SESSION_KEY
 from accounts.models import ApiToken, BannerDismissal, Membership, Team
 from agents.models import Agent, AgentVersion
-from datasets.models import Dataset, TestCase
+from datasets.models import Dataset, RuleMap, TestCase
+from playground.models import Exchange
 from runs.models import Result, Run
 from suggestions.models import Suggestion, SuggestionGeneration
 from tests.datasets.files import pdf_bytes, upload
@@ -52,6 +53,7 @@ GET_STATUS: dict[str, tuple[int, int]] = {
     # The matrix's dataset is Ready, not waiting for its mapping: on to its page (plain or
     # htmx). The mapping page itself is tested in tests/datasets/test_mapping_*.
     "datasets:mapping": (302, 200),
+    "playground:exchange": (286, 286),  # the matrix's exchange is answered: its poll stops
 }
 
 
@@ -187,6 +189,21 @@ def _with_warnings(objects: dict[str, Any]) -> None:
 
 
 POSTS: dict[str, Post] = {
+    "coverage:map": Post(
+        data=lambda o: {},
+        status=(302, 200),
+        done=lambda o, client: RuleMap.objects.filter(dataset_id=o["dataset_id"]).exists(),
+    ),
+    "coverage:generate": Post(
+        data=lambda o: {"count": 2},
+        status=(302, 200),
+        done=lambda o, client: "more" in Dataset.objects.get(pk=o["dataset_id"]).generation,
+    ),
+    "playground:send": Post(
+        data=lambda o: {"message": "Is there a refund window?", "version": o["version_id"]},
+        status=(302, 200),
+        done=lambda o, client: Exchange.objects.filter(message="Is there a refund window?").exists(),
+    ),
     "accounts:switch_team": Post(
         data=lambda o: {"team": o["second_team_id"]},
         status=(302, 200),
