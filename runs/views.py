@@ -317,7 +317,9 @@ def _charts_context(run: Run, outcomes: list) -> dict[str, Any]:
 def run_compare(request: AuthedRequest, agent_id: int) -> HttpResponse:
     agent = _get_agent_for_user(request, agent_id)
     form = CompareForm(request.GET or None, agent=agent)
-    compared = comparison.run_compare(a=form.cleaned_data["a"], b=form.cleaned_data["b"]) if form.is_valid() else None
+    compared = None
+    if form.is_valid():
+        compared = comparison.run_compare(a=form.cleaned_data["a"], b=form.cleaned_data["b"], answers=True)
     runs = list(selectors.run_list(agent=agent)[:300])
     context = {
         "agent": agent,

@@ -108,3 +108,39 @@ def test_outsiders_get_404_and_anonymous_visitors_log_in(client_charlie, client,
     a, b = pair
     assert client_charlie.get(*_url(agent, a=a.pk, b=b.pk)).status_code == 404
     assert client.get(reverse("runs:compare", args=[agent.pk]))["Location"].startswith(reverse("accounts:login"))
+
+
+def test_the_page_says_whether_the_difference_is_real(client_alice, agent, pair):
+    a, b = pair
+    body = client_alice.get(*_url(agent, a=a.pk, b=b.pk)).content.decode()
+    assert "v2 fixes 1 and breaks 1 case of 2; not distinguishable from noise with 2 cases (p = 1)." in body
+    assert "Mean score change +1.0 (95% interval −5.0 to +7.0" in body
+    assert "Different judges." not in body
+
+
+def test_answers_are_shown_side_by_side_with_a_word_diff(client_alice, agent):
+    dataset = DatasetFactory(agent=agent)
+    a = build_run(agent=agent, dataset=dataset, cases=[CaseSpec(question="Refund?", answer="Within 30 days.")])
+    b = build_run(
+        agent=agent,
+        dataset=dataset,
+        cases=[CaseSpec(question="Refund?", answer="Within 14 days.", repeats=[("fail", 3.0)])],
+    )
+    body = client_alice.get(*_url(agent, a=a.pk, b=b.pk)).content.decode()
+    answers = body[body.index('class="compare-answers"') :]
+    assert answers.count(">Refund?</div>") == 1  # the question once
+    assert ">Within 30 days.</div>" in answers and ">Within 14 days.</div>" in answers
+    assert "<del>30 </del><ins>14 </ins>days." in answers
+    assert answers.count("Offline reference scorer: 1 of 1 key points covered.") == 2  # both reasonings
+
+
+def test_different_judges_are_labelled_and_changes_are_not_called_regressions(client_alice, agent, pair):
+    a, b = pair
+    b.judge_model, b.scorer = "openai/gpt-4o", "llm"
+    b.save()
+    body = client_alice.get(*_url(agent, a=a.pk, b=b.pk)).content.decode()
+    assert "Different judges." in body and "The runs were scored by different judges" in body
+    table = body[body.index('class="table compare-table"') :]
+    assert "Fails now (other judge)" in table and "Passes now (other judge)" in table
+    assert ">Regression<" not in table and ">Fixed<" not in table
+    assert "1 now failing" in body and "1 regression" not in body

@@ -63,7 +63,9 @@ def test_paired_test_in_plain_words_when_not_significant():
     assert (test.fixes, test.breaks, test.cases) == (6, 1, 10)
     assert test.p_value == pytest.approx(0.125)
     assert not test.significant
-    assert test.sentence == "v5 fixes 6 and breaks 1 case of 10; not distinguishable from noise with 10 cases (p = 0.12)."
+    assert (
+        test.sentence == "v5 fixes 6 and breaks 1 case of 10; not distinguishable from noise with 10 cases (p = 0.12)."
+    )
 
 
 def test_paired_test_in_plain_words_when_significant_and_worse():
@@ -87,3 +89,16 @@ def test_paired_test_with_no_shared_case():
     test = paired_test([])
     assert test.sentence == "No case was scored in both runs: there is nothing to compare."
     assert test.interval is None and not test.significant
+
+
+def test_word_diff_marks_removed_and_added_words():
+    from runs.worddiff import word_diff
+
+    assert word_diff("Refunds within 30 days.", "Refunds within 14 days.") == [
+        ("equal", "Refunds within "),
+        ("del", "30 "),
+        ("ins", "14 "),
+        ("equal", "days."),
+    ]
+    assert word_diff("same words", "same\nwords") == [("equal", "same\nwords")]
+    assert word_diff("", "new") == [("ins", "new")]
