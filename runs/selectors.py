@@ -424,7 +424,8 @@ def case_card_list(*, run: Run, outcomes: list[CaseOutcome]) -> list[CaseCard]:
         return []
     results: dict[int, list[Result]] = defaultdict(list)
     queryset = Result.objects.filter(run=run, case_id__in=[outcome.case_pk for outcome in wanted])
-    for result in queryset.select_related("case").order_by("case_id", "variant", "repeat"):
+    # The dataset case too: its card shows whether it is flaky across runs (one join, no query per card).
+    for result in queryset.select_related("case__source_case").order_by("case_id", "variant", "repeat"):
         results[result.case_id].append(result)
     cards = []
     for outcome in wanted:

@@ -179,3 +179,11 @@ def _signed(value: float) -> str:
     if value == 0:
         return "0.0"
     return ("+" if value > 0 else "−") + f"{abs(value):.1f}"
+
+
+def verdict_flips(verdicts: list[bool]) -> tuple[int, int]:
+    """(flips, chances) of a sequence of pass/not-pass verdicts of one unchanged case:
+    a flip is a verdict different from the one before it; every verdict after the first
+    is a chance to flip."""
+    flips = sum(1 for before, after in zip(verdicts, verdicts[1:], strict=False) if before != after)
+    return flips, max(0, len(verdicts) - 1)
