@@ -26,6 +26,7 @@ from datasets.models import Dataset, Document
 from evalsite.http import AuthedRequest
 from evalsite.links import site_url
 from runs import charts, comparison, engine, exporters, selectors, services
+from runs.baseline import baseline_box_get
 from runs.forms import CompareForm, RerunForm, ResultViewForm
 from runs.models import Run
 from suggestions.selectors import PanelState, suggestion_panel_get
@@ -89,6 +90,23 @@ def run_stop(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse
     else:
         messages.success(request, "Run stopped. Finished results are kept.")
     return _navigate(request, reverse("runs:detail", args=[agent.pk, run.pk]))
+
+
+@login_required
+@require_POST
+def run_baseline(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
+    """Pin the run as its dataset's baseline (action=pin) or unpin it (action=unpin)."""
+    agent, run = _get_run_for_user(request, agent_id, run_id)
+    try:
+        if request.POST.get("action") == "unpin":
+            services.dataset_baseline_unpin(run=run)
+            messages.success(request, "Baseline unpinned.")
+        else:
+            services.dataset_baseline_pin(run=run, user=request.user)
+            messages.success(request, f"Run #{run.pk} is now the baseline of “{run.dataset_name}”.")
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    return _navigate(request, reverse("runs:detail", args=[agent.pk, run.pk]) + "#baseline")
 
 
 @login_required
@@ -200,6 +218,7 @@ def run_detail(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespon
         "compare_with": selectors.run_compare_default(run=run),
         "rerun_form": RerunForm(agent=agent),
         "reexecutions": selectors.run_reexecutions(run=run),
+        "baseline_box": baseline_box_get(run=run),
     }
     return render(request, "runs/run_detail.html", context)
 
