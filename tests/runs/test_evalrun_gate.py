@@ -47,10 +47,8 @@ def test_significantly_worse_than_the_baseline_exits_1(agent, dataset, v2):
     _run(agent, dataset, [FAIL] * 6 + [PASS] * 4, key="ci-42", version=v2)
     code, out, _ = _gate(agent, dataset, "--baseline", str(baseline.pk), "--fail-on", "regression")
     assert code == 1
-    assert (
-        f"Against baseline run #{baseline.pk}: v2 fixes 0 and breaks 6 cases of 10; this is unlikely to be chance (p = 0.031)."
-        in out
-    )
+    sentence = "v2 fixes 0 and breaks 6 cases of 10; this is unlikely to be chance (p = 0.031)."
+    assert f"Against baseline run #{baseline.pk}: {sentence}" in out
     assert "Mean score change −4.2 (95% interval" in out
     assert f"Significantly worse than baseline run #{baseline.pk} at alpha = 0.05." in out
 
