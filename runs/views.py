@@ -27,7 +27,8 @@ from evalsite.http import AuthedRequest
 from evalsite.links import site_url
 from runs import charts, comparison, engine, exporters, selectors, services
 from runs.baseline import baseline_box_get
-from runs.forms import CompareForm, RerunForm, ResultViewForm
+from runs.forms import CompareForm, MatrixForm, RerunForm, ResultViewForm
+from runs.matrix import run_matrix
 from runs.models import Run
 from suggestions.selectors import PanelState, suggestion_panel_get
 
@@ -334,8 +335,10 @@ def _charts_context(run: Run, outcomes: list) -> dict[str, Any]:
 @login_required
 @require_GET
 def run_compare(request: AuthedRequest, agent_id: int) -> HttpResponse:
+    """Two runs (a, b) case by case, or two to five (runs=...) as a matrix of cases x runs."""
     agent = _get_agent_for_user(request, agent_id)
-    form = CompareForm(request.GET or None, agent=agent)
+    matrix_form = MatrixForm(request.GET, agent=agent) if "runs" in request.GET else None
+    form = CompareForm(None if matrix_form else request.GET or None, agent=agent)
     compared = None
     if form.is_valid():
         compared = comparison.run_compare(a=form.cleaned_data["a"], b=form.cleaned_data["b"], answers=True)
@@ -344,11 +347,14 @@ def run_compare(request: AuthedRequest, agent_id: int) -> HttpResponse:
         "agent": agent,
         "form": form,
         "comparison": compared,
+        "matrix_form": matrix_form,
+        "matrix": run_matrix(runs=matrix_form.cleaned_data["runs"]) if matrix_form and matrix_form.is_valid() else None,
         "run_groups": [
             (name, list(group)) for name, group in groupby(sorted(runs, key=_dataset_key), key=_dataset_label)
         ],
         "selected_a": _selected(form, "a"),
         "selected_b": _selected(form, "b"),
+        "selected_runs": request.GET.getlist("runs"),
     }
     template = "runs/run_compare.html#body" if _is_partial(request) else "runs/run_compare.html"
     return render(request, template, context)
