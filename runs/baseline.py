@@ -40,10 +40,18 @@ def baseline_run_get(*, dataset_id: int | None) -> Run | None:
 
 
 def baseline_box_get(*, run: Run) -> BaselineBox | None:
-    """None for a run whose dataset was deleted; one query without a baseline, about seven with one."""
+    """None for a run whose dataset was deleted. A run read with `run_get(with_baseline=True)`
+    knows its baseline's id: no query without a baseline or on the baseline itself, about
+    seven with one to compare with (one otherwise)."""
     if run.dataset_id is None:
         return None
-    baseline = baseline_run_get(dataset_id=run.dataset_id)
+    if hasattr(run, "baseline_run_id"):
+        pinned_id = run.baseline_run_id
+        baseline = run if pinned_id == run.pk else None
+        if pinned_id is not None and baseline is None:
+            baseline = Run.objects.select_related("agent_version").filter(pk=pinned_id).first()
+    else:
+        baseline = baseline_run_get(dataset_id=run.dataset_id)
     box = BaselineBox(run=run, baseline=baseline)
     if baseline is None or box.is_baseline or run.is_active:
         return box

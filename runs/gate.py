@@ -82,7 +82,7 @@ def gate_decide(
             EXIT_FAILED,
             f"Significantly worse than the baseline, and below the threshold ({_pct(threshold)}).",
         )
-    elif worse:
+    elif worse and baseline is not None:
         code, verdict = EXIT_FAILED, f"Significantly worse than baseline run #{baseline.pk} at alpha = {alpha:g}."
     elif below:
         code, verdict = EXIT_FAILED, f"Below the threshold: {100 * rate:.1f}% < {_pct(threshold)}."

@@ -205,7 +205,8 @@ def _list_poll_url(agent: Agent, runs: list[Run], query: str, *, newest: bool, n
 def run_detail(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
     """The run page. Its htmx variant is the live poll: the summary, the cards of cases
     finished since the page's cursor, and the filter counts; 286 once the run settled."""
-    agent, run = _get_run_for_user(request, agent_id, run_id)
+    agent = _get_agent_for_user(request, agent_id)
+    run = selectors.run_get(agent=agent, run_id=run_id, with_baseline=True)
     view = ResultViewForm(request.GET).view()
     if _is_partial(request):
         return _live(request, agent, run, view)

@@ -23,4 +23,4 @@ def dataset_baseline_pin(*, run: Run, user: User | None) -> DatasetBaseline:
 
 def dataset_baseline_unpin(*, run: Run) -> None:
     """Unpin `run` if it is its dataset's baseline (a no-op otherwise: a second click, a stale page)."""
-    DatasetBaseline.objects.filter(dataset_id=run.dataset_id, run=run).delete()
+    DatasetBaseline.objects.filter(run=run).delete()
