@@ -109,6 +109,10 @@ class CaseRow:
     diff: list[tuple[str, str]] = field(default_factory=list)  # word diff of A's answer to B's
 
     @property
+    def answers_differ(self) -> bool:
+        return any(kind != "equal" for kind, _ in self.diff)
+
+    @property
     def answer_pairs(self) -> list[tuple[Answer | None, str]]:
         return [(self.answer_a, "A"), (self.answer_b, "B")]
 

@@ -85,7 +85,8 @@ def test_compare_matrix_verify_and_flaky_pages(page, login, live_server, alice, 
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size(viewport)
 
-    login(page, alice, f"/agents/{agent.pk}/runs/compare/?a={runs[0].pk}&b={runs[4].pk}")
+    login(page, alice, f"/agents/{agent.pk}/runs/")
+    page.goto(f"{live_server.url}/agents/{agent.pk}/runs/compare/?a={runs[0].pk}&b={runs[4].pk}")
     expect(page.locator(".paired-test-sentence")).to_contain_text("v5 fixes 1 and breaks 2 cases of 6")
     first = page.locator("details.compare-answers").first
     first.locator("summary").click()
