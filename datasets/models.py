@@ -158,6 +158,11 @@ class TestCase(models.Model):
     smoke_count = models.PositiveSmallIntegerField(null=True, blank=True)
     smoke_guidance = models.TextField(blank=True)
     # What the case tests, for generated cases ("Refund policy, rule 2").
+    # Stability across the dataset's runs, written by runs (runs.services.stability) when a
+    # run finishes: verdict flips between consecutive results with the same agent version,
+    # case and judge, out of the chances to flip.
+    flips = models.PositiveIntegerField(default=0)
+    flip_chances = models.PositiveIntegerField(default=0)
     tests_rule = models.CharField(max_length=300, blank=True)
 
     # The case's SOURCE (provenance, read-only in the UI): the uploaded file it was read
@@ -194,6 +199,21 @@ class TestCase(models.Model):
 
     def __str__(self) -> str:
         return self.question[:80]
+
+    @property
+    def flip_rate(self) -> float | None:
+        return self.flips / self.flip_chances if self.flip_chances else None
+
+    @property
+    def is_flaky(self) -> bool:
+        """Its verdict flips more often than EVALSITE_FLAKY_FLIP_RATE with nothing changed."""
+        rate = self.flip_rate
+        return rate is not None and rate > settings.EVALSITE_FLAKY_FLIP_RATE
+
+    @classmethod
+    def flaky_filter(cls) -> Q:
+        """The same rule as is_flaky, for a queryset: flips > rate x chances."""
+        return Q(flip_chances__gt=0, flips__gt=models.F("flip_chances") * settings.EVALSITE_FLAKY_FLIP_RATE)
 
 
 class RuleMap(models.Model):

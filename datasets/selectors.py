@@ -41,9 +41,10 @@ def dataset_get(*, agent: Agent, dataset_id: int) -> DatasetWithCount | None:
     return dataset
 
 
-def case_search(*, dataset: Dataset, query: str = "") -> QuerySet[TestCase]:
+def case_search(*, dataset: Dataset, query: str = "", flaky: bool = False) -> QuerySet[TestCase]:
     """The dataset's cases in order, narrowed to those matching every word of `query` in
-    the question, expected answer, document context, judge guideline or case id. Documents are prefetched
+    the question, expected answer, document context, judge guideline or case id (and, with
+    `flaky`, to the flaky ones). Documents are prefetched
     so a page of rows costs a fixed number of queries however many cases there are."""
     cases = (
         TestCase.objects.filter(dataset=dataset)
@@ -59,6 +60,8 @@ def case_search(*, dataset: Dataset, query: str = "") -> QuerySet[TestCase]:
             | Q(judge_guideline__icontains=term)
             | Q(case_id__icontains=term)
         )
+    if flaky:
+        cases = cases.filter(TestCase.flaky_filter())
     return cases
 
 

@@ -212,11 +212,14 @@ def dataset_delete(request: AuthedRequest, agent_id: int, dataset_id: int) -> Ht
 
 def _case_page(request: AuthedRequest, dataset: Dataset, page_number: Any = None) -> tuple[Page, str]:
     query = request.GET.get("q", "").strip()[:200]
-    paginator = Paginator(selectors.case_search(dataset=dataset, query=query), CASES_PER_PAGE)
+    flaky = request.GET.get("flaky") == "1"
+    paginator = Paginator(selectors.case_search(dataset=dataset, query=query, flaky=flaky), CASES_PER_PAGE)
     return paginator.get_page(page_number or request.GET.get("page")), query
 
 
-def _case_list_context(agent: Agent, dataset: Dataset, page: Page, query: str, total: int) -> dict[str, Any]:
+def _case_list_context(
+    agent: Agent, dataset: Dataset, page: Page, query: str, total: int, flaky: bool = False
+) -> dict[str, Any]:
     rule_chips_attach(dataset=dataset, version=agent.current_version, page=page)
     # run_blocker too: an htmx refresh of the list re-renders the Run button out of band.
     run_blocker = selectors.dataset_run_blocker(dataset=dataset, case_count=total) or run_selectors.agent_run_blocker(
@@ -229,13 +232,14 @@ def _case_list_context(agent: Agent, dataset: Dataset, page: Page, query: str, t
         "query": query,
         "total": total,
         "run_blocker": run_blocker,
+        "flaky": flaky,
     }
 
 
 def _detail(request: AuthedRequest, agent: Agent, dataset: DatasetWithCount) -> HttpResponse:
     page, query = _case_page(request, dataset)
     total = dataset.case_count  # annotated by the selector
-    context = _case_list_context(agent, dataset, page, query, total)
+    context = _case_list_context(agent, dataset, page, query, total, request.GET.get("flaky") == "1")
     if is_partial(request):
         return render(request, "datasets/partials/case_list.html", context)
     context.update(

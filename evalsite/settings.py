@@ -325,6 +325,9 @@ WORKER_CONCURRENCY = env_int("WORKER_CONCURRENCY", 4)
 
 # Runs.
 EVALSITE_RUN_CONCURRENCY = env_int("EVALSITE_RUN_CONCURRENCY", 3)
+# A case whose verdict flipped in more than this share of its chances (consecutive results
+# with the same agent version, case and judge) is marked flaky (0-1).
+EVALSITE_FLAKY_FLIP_RATE = env_float("EVALSITE_FLAKY_FLIP_RATE", 0.2)
 # A running case refreshes its claim every quarter of this; a claim older than this
 # belongs to a killed worker and the reaper re-queues the case.
 EVALSITE_STALE_CLAIM_SECONDS = env_int("EVALSITE_STALE_CLAIM_SECONDS", 120)

@@ -197,6 +197,21 @@ class TotalsOut(Schema):
     duration: float | None
 
 
+class PairedTestOut(Schema):
+    cases: int = Field(description="Cases scored in both runs (the test covers these only)")
+    fixes: int = Field(description="Failed in the baseline, pass in the run")
+    breaks: int = Field(description="Passed in the baseline, fail in the run")
+    p_value: float = Field(description="Exact McNemar, two-sided, on the fixes and breaks")
+    alpha: float
+    significant: bool
+    significantly_worse: bool
+    significantly_better: bool
+    mean_difference: float | None = Field(description="Mean over cases of (run's mean score - baseline's)")
+    interval: list[float] | None = Field(description="Paired bootstrap 95% interval of mean_difference (seeded)")
+    sentence: str
+    interval_sentence: str
+
+
 class ComparisonOut(Schema):
     a: RunOut
     b: RunOut
@@ -204,6 +219,10 @@ class ComparisonOut(Schema):
     differences: list[str]
     notes: list[str]
     compared: int = Field(description="Cases scored in both runs")
+    test: PairedTestOut
+    judges_differ: str | None = Field(
+        None, alias="judges", description="Set when the judges differ: then changes are not fixes or regressions"
+    )
     totals_a: TotalsOut
     totals_b: TotalsOut
     regressions: list[CaseRowOut]

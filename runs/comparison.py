@@ -1,15 +1,16 @@
 """Comparing two runs of one dataset, case by case.
 
-Cases are matched on their snapshot, not on their position alone: a re-run or a
-verification run numbers its copies from 0, and a dataset edited between two runs may
-have moved cases. The match goes from the most to the least specific key: the dataset
-case the snapshot came from, then the stable case id, then the question, then (for
-what is left over) the case's number in its dataset.
+Cases are paired and their changes named by runs.pairing (the verify panel and the CI
+gate use the same module, so they never disagree with this page). Every figure covers the
+cases scored in both runs, and comes with the paired test (runs.stats): whether the
+difference is more than noise.
 
 Two runs are "not directly comparable" when something other than the agent changed:
 the snapshot of a shared case (question, expected answer, documents, settings), the
 set of cases (unless one run re-ran part of the other), the judge or its prompt and
-criteria, or the pass threshold. The page says what differs; it still compares.
+criteria, or the pass threshold. The page says what differs; it still compares. When the
+judges differ (runs.judging), changes are labelled as such, never plain fixes and
+regressions.
 """
 
 from __future__ import annotations
@@ -20,26 +21,29 @@ from typing import Any
 
 from django.db.models import Sum
 
+from runs.judging import judges_differ
 from runs.models import Result, Run, RunCase
-from runs.selectors import (
-    CASE_ERROR,
-    CASE_FAIL,
-    CASE_PASS,
-    CASE_SKIPPED,
-    CaseOutcome,
-    case_outcome_list,
-    run_duration_seconds,
+from runs.pairing import (
+    CHANGE_BETTER,
+    CHANGE_FIX,
+    CHANGE_ONLY_A,
+    CHANGE_ONLY_B,
+    CHANGE_REGRESSION,
+    CHANGE_SAME,
+    CHANGE_UNSCORED,
+    CHANGE_WORSE,
+    SCORED,
+    pairing_test,
+    run_pairing,
 )
+from runs.selectors import CASE_ERROR, CASE_FAIL, CASE_PASS, CASE_SKIPPED, CaseOutcome, run_duration_seconds
+from runs.stats import DEFAULT_ALPHA, PairedTest
+from runs.worddiff import word_diff
 
-CHANGE_REGRESSION = "regression"  # passed in A, not in B
-CHANGE_FIX = "fix"  # did not pass in A, passes in B
-CHANGE_BETTER = "better"
-CHANGE_WORSE = "worse"
-CHANGE_SAME = "same"
-CHANGE_UNSCORED = "unscored"  # not scored in one of the runs (skipped, running)
-CHANGE_ONLY_A = "only_a"
-CHANGE_ONLY_B = "only_b"
-SCORED = (CASE_PASS, CASE_FAIL, CASE_ERROR)
+__all__ = ["CHANGE_BETTER", "CHANGE_FIX", "CHANGE_REGRESSION", "CHANGE_SAME", "CHANGE_WORSE", "run_compare"]
+# Side-by-side answers (with their word diff) for this many rows, regressions and fixes
+# first: enough to read every change; the rest are a click away on the run pages.
+ANSWERS_SHOWN = 100
 # Judge settings that change what a score means, as stored in Run.scoring.
 JUDGE_SETTINGS = (
     ("judge_prompt", "Judge prompt"),
@@ -82,6 +86,17 @@ class Side:
 
 
 @dataclass
+class Answer:
+    """One run's first attempt at the case, for the side-by-side view."""
+
+    text: str
+    error: str
+    score: float | None
+    verdict: str
+    reasoning: str
+
+
+@dataclass
 class CaseRow:
     question: str
     case_id: str
@@ -89,6 +104,17 @@ class CaseRow:
     b: Side | None
     change: str
     changed_fields: list[str] = field(default_factory=list)
+    answer_a: Answer | None = None
+    answer_b: Answer | None = None
+    diff: list[tuple[str, str]] = field(default_factory=list)  # word diff of A's answer to B's
+
+    @property
+    def answers_differ(self) -> bool:
+        return any(kind != "equal" for kind, _ in self.diff)
+
+    @property
+    def answer_pairs(self) -> list[tuple[Answer | None, str]]:
+        return [(self.answer_a, "A"), (self.answer_b, "B")]
 
     @property
     def delta(self) -> float | None:
@@ -133,6 +159,9 @@ class Comparison:
     deltas: list[Delta]
     # One line per stopped run: how many of its cases were not run, what the figures cover.
     stopped: list[str] = field(default_factory=list)
+    test: PairedTest | None = None
+    # Set when the runs' judges differ: then no change is a plain fix or regression.
+    judges: str | None = None
 
     @property
     def comparable(self) -> bool:
@@ -157,26 +186,25 @@ def runs_share_dataset(a: Run, b: Run) -> bool:
     return a.dataset_name == b.dataset_name  # both datasets were deleted since
 
 
-def run_compare(*, a: Run, b: Run) -> Comparison:
-    """A (before) against B (after): per case, totals, and what makes them incomparable."""
-    cases_a = list(RunCase.objects.filter(run=a).order_by("position"))
-    cases_b = list(RunCase.objects.filter(run=b).order_by("position"))
-    outcomes_a = {o.case_pk: o for o in case_outcome_list(run=a)}
-    outcomes_b = {o.case_pk: o for o in case_outcome_list(run=b)}
-    pairs, only_a, only_b = _match(cases_a, cases_b)
-
+def run_compare(*, a: Run, b: Run, alpha: float = DEFAULT_ALPHA, answers: bool = False) -> Comparison:
+    """A (before) against B (after): per case, totals, the paired test, and what makes them
+    incomparable. With `answers`, the rows carry both answers side by side (two more queries)."""
+    pairing = run_pairing(a=a, b=b)
+    outcomes_a, outcomes_b = pairing.outcomes_a, pairing.outcomes_b
     rows: list[CaseRow] = []
     changed_cases = 0
-    for case_a, case_b in pairs:
+    for pair in pairing.pairs:
+        case_a, case_b = pair.case_a, pair.case_b
         changed = _snapshot_changes(case_a, case_b)
         changed_cases += bool(changed)
-        side_a, side_b = _side(outcomes_a.get(case_a.pk)), _side(outcomes_b.get(case_b.pk))
-        rows.append(CaseRow(case_b.question, case_b.case_id, side_a, side_b, _change(side_a, side_b), changed))
-    rows += [CaseRow(c.question, c.case_id, _side(outcomes_a.get(c.pk)), None, CHANGE_ONLY_A) for c in only_a]
-    rows += [CaseRow(c.question, c.case_id, None, _side(outcomes_b.get(c.pk)), CHANGE_ONLY_B) for c in only_b]
+        side_a, side_b = _side(pair.outcome_a), _side(pair.outcome_b)
+        rows.append(CaseRow(case_b.question, case_b.case_id, side_a, side_b, pair.change, changed))
+    rows += [CaseRow(c.question, c.case_id, _side(outcomes_a.get(c.pk)), None, CHANGE_ONLY_A) for c in pairing.only_a]
+    rows += [CaseRow(c.question, c.case_id, None, _side(outcomes_b.get(c.pk)), CHANGE_ONLY_B) for c in pairing.only_b]
     rows.sort(key=_row_order)
 
-    differences, notes = _differences(a, b, changed_cases, len(only_a), len(only_b), len(pairs))
+    only_a, only_b, matched = len(pairing.only_a), len(pairing.only_b), len(pairing.pairs)
+    differences, notes = _differences(a, b, changed_cases, only_a, only_b, matched)
     # Every figure covers the same cases: those scored in both runs. A stopped run (or one
     # still going) has cases the other scored; counting them on one side only would make
     # the totals disagree with the case list.
@@ -189,6 +217,8 @@ def run_compare(*, a: Run, b: Run) -> Comparison:
         for delta in deltas:  # wall-clock time cannot be split by case: say what it covers
             if delta.label == "Duration":
                 delta.label = "Duration (whole run)"
+    if answers:
+        _add_answers(a, b, rows[:ANSWERS_SHOWN])
     return Comparison(
         a,
         b,
@@ -199,7 +229,27 @@ def run_compare(*, a: Run, b: Run) -> Comparison:
         totals_b,
         deltas,
         [line for line in stopped if line],
+        test=pairing_test(pairing, alpha=alpha),
+        judges=judges_differ(a, b),
     )
+
+
+def _add_answers(a: Run, b: Run, rows: list[CaseRow]) -> None:
+    wanted_a = {row.a.case_pk: row for row in rows if row.a}
+    wanted_b = {row.b.case_pk: row for row in rows if row.b}
+    for run, wanted, side in ((a, wanted_a, "answer_a"), (b, wanted_b, "answer_b")):
+        first = (
+            Result.objects.filter(run=run, variant=0, repeat=0, case_id__in=list(wanted))
+            .only("case_id", "actual_answer", "error", "score", "verdict", "reasoning", "status")
+            .order_by()
+        )
+        for result in first:
+            if result.is_finished:
+                answer = Answer(result.actual_answer, result.error, result.score, result.verdict, result.reasoning)
+                setattr(wanted[result.case_id], side, answer)
+    for row in rows:
+        if row.answer_a and row.answer_b:
+            row.diff = word_diff(row.answer_a.text, row.answer_b.text)
 
 
 def _stopped_line(run: Run, outcomes: dict[int, CaseOutcome], shared: int) -> str:
@@ -210,31 +260,6 @@ def _stopped_line(run: Run, outcomes: dict[int, CaseOutcome], shared: int) -> st
         f"Run #{run.pk} was stopped: {missing} of its {len(outcomes)} cases were not run. "
         f"Totals, changes and the case list cover the {shared} case{'s' if shared != 1 else ''} scored in both runs."
     )
-
-
-def _match(cases_a: list[RunCase], cases_b: list[RunCase]) -> tuple[list[tuple[RunCase, RunCase]], list, list]:
-    free_a = {case.pk: case for case in cases_a}
-    pairs: dict[int, RunCase] = {}  # B's pk -> A's case
-
-    def claim(key: Any) -> None:
-        index: dict[Any, list[RunCase]] = {}
-        for case in free_a.values():
-            if (value := key(case)) not in (None, ""):
-                index.setdefault(value, []).append(case)
-        for case in cases_b:
-            if case.pk in pairs or (value := key(case)) in (None, ""):
-                continue
-            if index.get(value):
-                match = index[value].pop(0)
-                pairs[case.pk] = match
-                del free_a[match.pk]
-
-    claim(lambda case: case.source_case_id)
-    claim(lambda case: case.case_id)
-    claim(lambda case: case.question.strip())
-    claim(lambda case: case.display_number)
-    matched = [(pairs[case.pk], case) for case in cases_b if case.pk in pairs]
-    return matched, list(free_a.values()), [case for case in cases_b if case.pk not in pairs]
 
 
 def _snapshot_changes(case_a: RunCase, case_b: RunCase) -> list[str]:
@@ -262,18 +287,6 @@ def _side(outcome: CaseOutcome | None) -> Side | None:
     if outcome is None:
         return None
     return Side(outcome.position, outcome.status, outcome.score, outcome.case_pk, outcome.number)
-
-
-def _change(a: Side | None, b: Side | None) -> str:
-    if a is None or b is None or a.status not in SCORED or b.status not in SCORED:
-        return CHANGE_UNSCORED
-    if a.passed and not b.passed:
-        return CHANGE_REGRESSION
-    if b.passed and not a.passed:
-        return CHANGE_FIX
-    if a.score is not None and b.score is not None and a.score != b.score:
-        return CHANGE_BETTER if b.score > a.score else CHANGE_WORSE
-    return CHANGE_SAME
 
 
 _ORDER = [CHANGE_REGRESSION, CHANGE_FIX, CHANGE_WORSE, CHANGE_BETTER, CHANGE_SAME, CHANGE_UNSCORED]
@@ -306,7 +319,7 @@ def _differences(a: Run, b: Run, changed: int, only_a: int, only_b: int, shared:
             notes.append(f"One run re-ran part of the other: {text}. Totals below cover the {shared} shared cases.")
         else:
             differences.append(f"Dataset snapshot: the case lists differ ({text}).")
-    judge_a, judge_b = _judge_label(a), _judge_label(b)
+    judge_a, judge_b = _judge_label(a), _judge_label(b)  # in detail; runs.judging says whether they differ
     if judge_a != judge_b:
         differences.append(f"Judge: {judge_a} in run #{a.pk}, {judge_b} in run #{b.pk}.")
     for key, label in JUDGE_SETTINGS:

@@ -86,3 +86,28 @@ class CompareForm(forms.Form):
                 "pick two runs of the same dataset."
             )
         return data
+
+
+class MatrixForm(forms.Form):
+    """Two to five runs of one dataset of the agent, for the cases x runs matrix."""
+
+    runs = forms.ModelMultipleChoiceField(queryset=Run.objects.none(), label="Runs")
+
+    def __init__(self, *args: Any, agent: Agent, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["runs"]
+        assert isinstance(field, forms.ModelMultipleChoiceField)
+        field.queryset = Run.objects.filter(agent=agent).select_related("agent_version")
+        field.error_messages["invalid_pk_value"] = "Pick runs of this agent."
+        field.error_messages["invalid_choice"] = "Pick runs of this agent."
+
+    def clean_runs(self) -> list[Run]:
+        from runs.comparison import runs_share_dataset
+        from runs.matrix import MAX_RUNS
+
+        runs = list(self.cleaned_data["runs"])
+        if not 2 <= len(runs) <= MAX_RUNS:
+            raise forms.ValidationError(f"Pick between 2 and {MAX_RUNS} runs (you picked {len(runs)}).")
+        if any(not runs_share_dataset(runs[0], run) for run in runs[1:]):
+            raise forms.ValidationError("Pick runs of the same dataset.")
+        return runs

@@ -206,3 +206,16 @@ class Result(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in self.FINISHED_STATUSES
+
+
+class DatasetBaseline(models.Model):
+    """The run a dataset's new runs are measured against (pinned from a run page, used by
+    the run page's baseline box and by `evalrun --baseline pinned`). One per dataset."""
+
+    dataset = models.OneToOneField("datasets.Dataset", on_delete=models.CASCADE, related_name="baseline")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    pinned_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    pinned_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"Baseline of dataset {self.dataset_id}: run {self.run_id}"

@@ -17,11 +17,11 @@ from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import connections
-from django.db.models import Case, Count, F, Q, QuerySet, Sum, Value, When
+from django.db.models import Case, Count, F, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
 from django.shortcuts import get_object_or_404
 
 from agents.models import Agent, AgentVersion
-from runs.models import Result, Run, RunCase
+from runs.models import DatasetBaseline, Result, Run, RunCase
 
 # Case-level statuses. A case passes only when every repeat passed; otherwise the worst
 # finished status wins (error over fail), as in suggestions.services.case_outcomes.
@@ -60,9 +60,14 @@ def run_list(*, agent: Agent, query: str = "") -> QuerySet[Run]:
     return runs
 
 
-def run_get(*, agent: Agent, run_id: int) -> Run:
-    """The agent's run, or 404."""
-    return get_object_or_404(run_list(agent=agent), pk=run_id)
+def run_get(*, agent: Agent, run_id: int, with_baseline: bool = False) -> Run:
+    """The agent's run, or 404. `with_baseline` annotates `baseline_run_id`, its dataset's
+    pinned baseline (None when there is none), in the same query: the run page's baseline box."""
+    runs = run_list(agent=agent)
+    if with_baseline:
+        pinned = DatasetBaseline.objects.filter(dataset_id=OuterRef("dataset_id")).values("run_id")[:1]
+        runs = runs.annotate(baseline_run_id=Subquery(pinned))
+    return get_object_or_404(runs, pk=run_id)
 
 
 def run_get_for_user(*, user: User | AnonymousUser, run_id: int) -> Run:
@@ -424,7 +429,8 @@ def case_card_list(*, run: Run, outcomes: list[CaseOutcome]) -> list[CaseCard]:
         return []
     results: dict[int, list[Result]] = defaultdict(list)
     queryset = Result.objects.filter(run=run, case_id__in=[outcome.case_pk for outcome in wanted])
-    for result in queryset.select_related("case").order_by("case_id", "variant", "repeat"):
+    # The dataset case too: its card shows whether it is flaky across runs (one join, no query per card).
+    for result in queryset.select_related("case__source_case").order_by("case_id", "variant", "repeat"):
         results[result.case_id].append(result)
     cards = []
     for outcome in wanted:

@@ -26,7 +26,9 @@ from datasets.models import Dataset, Document
 from evalsite.http import AuthedRequest
 from evalsite.links import site_url
 from runs import charts, comparison, engine, exporters, selectors, services
-from runs.forms import CompareForm, RerunForm, ResultViewForm
+from runs.baseline import baseline_box_get
+from runs.forms import CompareForm, MatrixForm, RerunForm, ResultViewForm
+from runs.matrix import run_matrix
 from runs.models import Run
 from suggestions.selectors import PanelState, suggestion_panel_get
 
@@ -89,6 +91,23 @@ def run_stop(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse
     else:
         messages.success(request, "Run stopped. Finished results are kept.")
     return _navigate(request, reverse("runs:detail", args=[agent.pk, run.pk]))
+
+
+@login_required
+@require_POST
+def run_baseline(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
+    """Pin the run as its dataset's baseline (action=pin) or unpin it (action=unpin)."""
+    agent, run = _get_run_for_user(request, agent_id, run_id)
+    try:
+        if request.POST.get("action") == "unpin":
+            services.dataset_baseline_unpin(run=run)
+            messages.success(request, "Baseline unpinned.")
+        else:
+            services.dataset_baseline_pin(run=run, user=request.user)
+            messages.success(request, f"Run #{run.pk} is now the baseline of “{run.dataset_name}”.")
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    return _navigate(request, reverse("runs:detail", args=[agent.pk, run.pk]) + "#baseline")
 
 
 @login_required
@@ -186,7 +205,8 @@ def _list_poll_url(agent: Agent, runs: list[Run], query: str, *, newest: bool, n
 def run_detail(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
     """The run page. Its htmx variant is the live poll: the summary, the cards of cases
     finished since the page's cursor, and the filter counts; 286 once the run settled."""
-    agent, run = _get_run_for_user(request, agent_id, run_id)
+    agent = _get_agent_for_user(request, agent_id)
+    run = selectors.run_get(agent=agent, run_id=run_id, with_baseline=True)
     view = ResultViewForm(request.GET).view()
     if _is_partial(request):
         return _live(request, agent, run, view)
@@ -200,6 +220,7 @@ def run_detail(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespon
         "compare_with": selectors.run_compare_default(run=run),
         "rerun_form": RerunForm(agent=agent),
         "reexecutions": selectors.run_reexecutions(run=run),
+        "baseline_box": baseline_box_get(run=run),
     }
     return render(request, "runs/run_detail.html", context)
 
@@ -315,19 +336,26 @@ def _charts_context(run: Run, outcomes: list) -> dict[str, Any]:
 @login_required
 @require_GET
 def run_compare(request: AuthedRequest, agent_id: int) -> HttpResponse:
+    """Two runs (a, b) case by case, or two to five (runs=...) as a matrix of cases x runs."""
     agent = _get_agent_for_user(request, agent_id)
-    form = CompareForm(request.GET or None, agent=agent)
-    compared = comparison.run_compare(a=form.cleaned_data["a"], b=form.cleaned_data["b"]) if form.is_valid() else None
+    matrix_form = MatrixForm(request.GET, agent=agent) if "runs" in request.GET else None
+    form = CompareForm(None if matrix_form else request.GET or None, agent=agent)
+    compared = None
+    if form.is_valid():
+        compared = comparison.run_compare(a=form.cleaned_data["a"], b=form.cleaned_data["b"], answers=True)
     runs = list(selectors.run_list(agent=agent)[:300])
     context = {
         "agent": agent,
         "form": form,
         "comparison": compared,
+        "matrix_form": matrix_form,
+        "matrix": run_matrix(runs=matrix_form.cleaned_data["runs"]) if matrix_form and matrix_form.is_valid() else None,
         "run_groups": [
             (name, list(group)) for name, group in groupby(sorted(runs, key=_dataset_key), key=_dataset_label)
         ],
         "selected_a": _selected(form, "a"),
         "selected_b": _selected(form, "b"),
+        "selected_runs": request.GET.getlist("runs"),
     }
     template = "runs/run_compare.html#body" if _is_partial(request) else "runs/run_compare.html"
     return render(request, template, context)

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import copy
-from collections import defaultdict, deque
+from collections import defaultdict
 from dataclasses import dataclass, field
 
-from django.db.models import Avg, QuerySet
+from django.db.models import QuerySet
 from django.urls import reverse
 
 from agents.diff import FieldDiff, version_diff
 from agents.models import Agent, AgentVersion
-from runs.models import Result, Run, RunCase
+from runs.judging import judges_differ
+from runs.models import Result, Run
+from runs.pairing import CHANGE_FIX, CHANGE_REGRESSION, SCORED, pairing_test, run_pairing
+from runs.selectors import CASE_PASS
+from runs.stats import PairedTest
 from suggestions.models import Suggestion, SuggestionGeneration
 from suggestions.services import case_outcomes, generation_is_stale, run_needs_suggestions
 
@@ -58,6 +62,8 @@ class VerifyComparison:
     average_after: float | None
     compare_url: str
     parent_total: int  # cases in the original run
+    test: PairedTest | None = None  # the compare page's paired test, over the same cases
+    judges: str | None = None  # set when the two runs' judges differ (runs.judging)
 
     @property
     def full(self) -> bool:
@@ -201,41 +207,39 @@ def _applied_versions(suggestions: list[Suggestion]) -> list[AppliedVersion]:
 def verify_comparison_get(*, parent: Run, run: Run) -> VerifyComparison:
     """The verify run against the run it verifies, case by case.
 
-    A verify run copies some or all of the parent's cases and numbers its copies from 0, so
-    cases are matched on their snapshot (same source case, id, question and expected answer).
-    Copies that are identical in all of these (their dataset cases deleted meanwhile) pair up
-    in the order they appear, which is exact for a full verify.
+    Cases are paired, and fixes and regressions named, by runs.pairing: the same module as
+    the compare page, so the panel and "Compare runs" always agree.
     """
-    mapping = _parent_positions(parent, run)
-    before, after = case_outcomes(run=parent), case_outcomes(run=run)
-    copies = {case.position: case for case in RunCase.objects.filter(run=run).only("position", "question", "number")}
-    questions = {position: case.question for position, case in copies.items()}
-    fixes, regressions, compared = [], [], []
+    pairing = run_pairing(a=parent, b=run)
+    fixes, regressions = [], []
     passed_before = passed_after = failed_after = failing_before = sampled_passing = 0
-    for position, parent_position in sorted(mapping.items()):
-        old, new = before.get(parent_position), after.get(position)
-        if old == Result.Status.PASS:
-            sampled_passing += 1
-        elif old is not None:
-            failing_before += 1
-        if old is None or new is None:
+    scores_before: list[float] = []
+    scores_after: list[float] = []
+    for pair in pairing.pairs:
+        old, new = pair.outcome_a, pair.outcome_b
+        if old is not None and old.status in SCORED:
+            sampled_passing += old.status == CASE_PASS
+            failing_before += old.status != CASE_PASS
+        if not pair.scored or old is None or new is None:
             continue  # not scored in one of the runs (skipped, or still running)
-        compared.append(position)
-        passed_before += old == Result.Status.PASS
-        passed_after += new == Result.Status.PASS
-        failed_after += new != Result.Status.PASS
-        copy = copies.get(position)
-        number = copy.display_number if copy else parent_position + 1
-        change = CaseChange(parent_position, position, questions.get(position, ""), number)
-        if old != Result.Status.PASS and new == Result.Status.PASS:
+        passed_before += old.status == CASE_PASS
+        passed_after += new.status == CASE_PASS
+        failed_after += new.status != CASE_PASS
+        if old.score is not None and new.score is not None:
+            scores_before.append(old.score)
+            scores_after.append(new.score)
+        change = CaseChange(
+            pair.case_a.position, pair.case_b.position, pair.case_b.question, pair.case_b.display_number
+        )
+        if pair.change == CHANGE_FIX:
             fixes.append(change)
-        elif old == Result.Status.PASS and new != Result.Status.PASS:
+        elif pair.change == CHANGE_REGRESSION:
             regressions.append(change)
     return VerifyComparison(
         run=run,
         parent=parent,
-        compared=len(compared),
-        total=len(mapping),
+        compared=len(pairing.shared),
+        total=len(pairing.pairs),
         sampled_passing=sampled_passing,
         failing_before=failing_before,
         passed_before=passed_before,
@@ -243,31 +247,17 @@ def verify_comparison_get(*, parent: Run, run: Run) -> VerifyComparison:
         failed_after=failed_after,
         fixes=fixes,
         regressions=regressions,
-        average_before=_average(parent, [mapping[p] for p in compared]),
-        average_after=_average(run, compared),
+        average_before=_mean(scores_before),
+        average_after=_mean(scores_after),
         compare_url=_compare_url(parent, run),
-        parent_total=parent.cases.count(),
+        parent_total=len(pairing.outcomes_a),
+        test=pairing_test(pairing) if not run.is_active else None,
+        judges=judges_differ(parent, run),
     )
 
 
-def _parent_positions(parent: Run, run: Run) -> dict[int, int]:
-    """{position in the verify run: position in the parent run}."""
-    fields = ("position", "source_case_id", "case_id", "question", "expected_answer")
-    waiting: dict[tuple, deque[int]] = defaultdict(deque)
-    for position, *key in RunCase.objects.filter(run=parent).order_by("position").values_list(*fields):
-        waiting[tuple(key)].append(position)
-    mapping = {}
-    for position, *key in RunCase.objects.filter(run=run).order_by("position").values_list(*fields):
-        if waiting[tuple(key)]:
-            mapping[position] = waiting[tuple(key)].popleft()
-    return mapping
-
-
-def _average(run: Run, positions: list[int]) -> float | None:
-    if not positions:
-        return None
-    scores = Result.objects.filter(run=run, variant=0, case__position__in=positions, score__isnull=False)
-    return scores.aggregate(average=Avg("score"))["average"]
+def _mean(scores: list[float]) -> float | None:
+    return sum(scores) / len(scores) if scores else None
 
 
 def _compare_url(parent: Run, run: Run) -> str:

@@ -15,6 +15,7 @@ from agents.models import Agent, AgentVersion
 from evalsite import llm
 from evalsite.text import content_tokens, is_refusal, key_points, point_covered
 from runs.models import Result, Run, RunCase
+from runs.pairing import scored_outcomes
 from suggestions.models import Suggestion, SuggestionGeneration
 
 logger = logging.getLogger(__name__)
@@ -506,15 +507,7 @@ def run_verify(
 def case_outcomes(*, run: Run) -> dict[int, str]:
     """Each scored case's outcome by position: pass only when every repeat passed, else fail or error.
 
-    Smoke-test variants are left out (they measure robustness, not the case), as are cases
-    with no finished result (skipped by Stop, or still running).
+    The rule lives in runs (runs.pairing.scored_outcomes), so the run page, the compare page
+    and the suggestions count the same cases as passing.
     """
-    outcomes: dict[int, str] = {}
-    rows = Result.objects.filter(run=run, variant=0, status__in=Result.FINISHED_STATUSES).values_list(
-        "case__position", "status"
-    )
-    rank: dict[str, int] = {Result.Status.PASS: 0, Result.Status.FAIL: 1, Result.Status.ERROR: 2}
-    for position, status in rows:
-        if position not in outcomes or rank[status] > rank[outcomes[position]]:
-            outcomes[position] = status
-    return outcomes
+    return scored_outcomes(run=run)

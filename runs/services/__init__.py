@@ -14,6 +14,7 @@ How a run moves (docs/architecture.md, "The run window"):
   and fills missing window slots.
 """
 
+from runs.services.baseline import dataset_baseline_pin, dataset_baseline_unpin
 from runs.services.execution import MAX_CASE_ATTEMPTS, run_execute_case
 from runs.services.lifecycle import run_fail, run_finish, run_stop
 from runs.services.reaper import run_reap
@@ -21,6 +22,8 @@ from runs.services.start import AGENT_NOT_RUNNABLE, run_rerun, run_start
 
 __all__ = [
     "AGENT_NOT_RUNNABLE",
+    "dataset_baseline_pin",
+    "dataset_baseline_unpin",
     "MAX_CASE_ATTEMPTS",
     "run_execute_case",
     "run_fail",

@@ -13,6 +13,7 @@ from django.utils import timezone
 from evalsite import llm
 from runs.models import Result, Run
 from runs.services.dispatch import UNFINISHED, enqueue_finish, money
+from runs.services.stability import case_stability_refresh
 
 SUMMARY_MAX_CASES = 25
 SUMMARY_PENDING_NOTE = Run.SUMMARY_PENDING_NOTE
@@ -66,6 +67,7 @@ def run_finish(*, run_id: int) -> None:
             status=Run.Status.COMPLETED, finished_at=timezone.now(), **figures
         )
     Run.objects.filter(pk=run.pk).update(**figures)  # Stopped/Failed keep their status
+    case_stability_refresh(dataset_id=run.dataset_id)  # the flaky marks on the dataset page
     run.refresh_from_db()
     from suggestions.services import run_needs_suggestions, suggestion_generation_start
 

@@ -201,3 +201,20 @@ def test_the_compare_page_says_a_run_was_stopped(agent, dataset, client_alice):
     html = client_alice.get(reverse("runs:compare", args=[agent.pk]), {"a": a.pk, "b": b.pk}).content.decode()
     assert f"Run #{b.pk} was stopped: 1 of its 2 cases were not run." in html
     assert "over the 1 case scored in both" in html
+
+
+def test_the_paired_test_of_a_stopped_run_covers_the_shared_cases_only(agent, dataset):
+    a = build_run(agent=agent, dataset=dataset, cases=_cases(*[("pass", 9.0)] * 8))
+    b = build_run(
+        agent=agent,
+        dataset=dataset,
+        status=Run.Status.STOPPED,
+        cases=_cases(("fail", 3.0), ("fail", 3.0), ("pass", 9.0), *[("skipped", None)] * 5),
+    )
+    test = run_compare(a=a, b=b).test
+    assert test is not None
+    assert (test.cases, test.fixes, test.breaks) == (3, 0, 2)  # not 8 cases, not 7 breaks
+    assert test.p_value == 0.5  # 2 * C(2,0) / 2^2
+    # Differences -6, -6, 0: a resample mean is -2k, k ~ Binomial(3, 2/3); P(k = 3) = 0.30 and
+    # P(k = 0) = 0.037 are both over 2.5%, so the interval runs from -6 to 0.
+    assert test.mean_difference == -4.0 and test.interval == (-6.0, 0.0)

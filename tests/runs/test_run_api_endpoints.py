@@ -202,6 +202,12 @@ def test_compare_two_runs(client, auth, dataset):
     assert [row["a"]["number"] for row in body["regressions"]] == [2]
     assert body["regressions"][0]["change"] == "regression"
     assert len(body["rows"]) == 3
+    test = body["test"]
+    assert (test["cases"], test["fixes"], test["breaks"]) == (3, 0, 1)
+    assert test["p_value"] == 1.0 and test["significant"] is False and test["alpha"] == 0.05
+    assert test["sentence"].endswith("not distinguishable from noise with 3 cases (p = 1).")
+    assert len(test["interval"]) == 2 and test["mean_difference"] is not None
+    assert body["judges_differ"] is None
 
 
 def test_compare_refuses_the_same_run_and_other_datasets(client, auth, dataset, make_dataset):

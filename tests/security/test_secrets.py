@@ -28,7 +28,7 @@ from accounts.models import ApiToken, BannerDismissal, Membership, Team
 from agents.models import Agent, AgentVersion
 from datasets.models import Dataset, RuleMap, TestCase
 from playground.models import Exchange
-from runs.models import Result, Run
+from runs.models import DatasetBaseline, Result, Run
 from suggestions.models import Suggestion, SuggestionGeneration
 from tests.datasets.files import pdf_bytes, upload
 from tests.factories import MembershipFactory, TestCaseFactory, UserFactory
@@ -303,6 +303,11 @@ POSTS: dict[str, Post] = {
         status=(302, 200),
         done=_one_more_run,
         setup=lambda o: (_failed(o), _count_runs(o)),
+    ),
+    "runs:baseline": Post(
+        data=lambda o: {"action": "pin"},
+        status=(302, 200),
+        done=lambda o, client: DatasetBaseline.objects.filter(run_id=o["run_id"]).exists(),
     ),
     "accounts:banner_dismiss": Post(
         data=lambda o: {"banner": "no_model", "next": "/agents/"},

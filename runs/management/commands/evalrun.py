@@ -2,14 +2,19 @@
 as the "Run Evaluation" button), optionally wait for it, write reports, and exit with a
 code a pipeline can act on:
 
-    0  the pass rate meets the threshold (or, without --wait, the run was started)
-    1  the pass rate is below the threshold
+    0  the pass rate meets the threshold and, with --baseline and --fail-on regression,
+       the run is not significantly worse than the baseline (or, without --wait, the run
+       was started)
+    1  the pass rate is below the threshold, or the paired test says the run is
+       significantly worse than the baseline at --alpha
     2  the run failed or was stopped (never a pass, whatever its rate), or bad arguments
-       (unknown agent or dataset, dataset not Ready, a threshold outside 0-1), or --timeout elapsed
+       (unknown agent, dataset or baseline, dataset not Ready, a threshold outside 0-1), or
+       --timeout elapsed
 
-The pass rate counts every repeat of every case as written (smoke-test variants are
-reported as robustness, not gated): passed / all of them, so cases that were not run
-(a stopped run) count against it.
+The decision is runs.gate.gate_decide. The pass rate counts every repeat of every case as
+written (smoke-test variants are reported as robustness, not gated): passed / all of them,
+so cases that were not run (a stopped run) count against it. Without --baseline the
+threshold defaults to 1.0 (every case passes); with one, only a given --threshold applies.
 """
 
 from __future__ import annotations
@@ -27,7 +32,10 @@ from django.utils import timezone
 from agents.models import Agent
 from datasets.models import Dataset
 from runs import exporters, selectors, services
+from runs.baseline import baseline_run_get
+from runs.gate import FAIL_ON_REGRESSION, gate_decide
 from runs.models import Run
+from runs.stats import DEFAULT_ALPHA
 
 EXIT_PASSED, EXIT_BELOW, EXIT_ERROR = 0, 1, 2
 HEARTBEAT_SECONDS = 30
@@ -40,7 +48,28 @@ class Command(BaseCommand):
         parser.add_argument("--agent", required=True, help="Agent id or exact name")
         parser.add_argument("--dataset", required=True, help="Dataset id or exact name (of that agent)")
         parser.add_argument(
-            "--threshold", type=float, default=1.0, help="Pass rate needed, 0-1 (default 1.0: every case passes)"
+            "--threshold",
+            type=float,
+            default=None,
+            help="Pass rate needed, 0-1 (default 1.0, every case passes; with --baseline, none unless given)",
+        )
+        parser.add_argument(
+            "--baseline",
+            metavar="RUN|pinned",
+            help="Compare with this run id, or with the dataset's pinned baseline ('pinned'), by a paired test",
+        )
+        parser.add_argument(
+            "--fail-on",
+            choices=[FAIL_ON_REGRESSION],
+            help="With --baseline: exit 1 when the run is significantly worse than the baseline",
+        )
+        parser.add_argument(
+            "--alpha", type=float, default=DEFAULT_ALPHA, help="Significance level of the paired test (default 0.05)"
+        )
+        parser.add_argument(
+            "--ignore-flaky",
+            action="store_true",
+            help="Leave the dataset's flaky cases out of the pass rate and the test (they are listed)",
         )
         parser.add_argument("--wait", action="store_true", help="Wait for the run to finish and gate on it")
         parser.add_argument("--output", metavar="DIR", help="Write run-<id>.json and run-<id>.html reports here")
@@ -56,12 +85,19 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         self.as_json = options["json"]
         threshold = options["threshold"]
-        if not 0 <= threshold <= 1:
+        if threshold is not None and not 0 <= threshold <= 1:
             raise CommandError(
                 f"--threshold must be between 0 and 1 (e.g. 0.8 for 80%), not {threshold:g}.", returncode=2
             )
+        if not 0 < options["alpha"] < 1:
+            raise CommandError(f"--alpha must be between 0 and 1 (e.g. 0.05), not {options['alpha']:g}.", returncode=2)
+        if options["fail_on"] and not options["baseline"]:
+            raise CommandError("--fail-on regression needs a --baseline to compare with.", returncode=2)
         agent = _agent(options["agent"])
         dataset = _dataset(agent, options["dataset"])
+        self.baseline = _baseline(dataset, options["baseline"]) if options["baseline"] else None
+        if threshold is None and self.baseline is None:
+            threshold = 1.0
         asked_at = timezone.now()
         try:
             run = services.run_start(agent=agent, dataset=dataset, user=None, request_key=options["request_key"])
@@ -78,7 +114,7 @@ class Command(BaseCommand):
             return
         run = self.wait(run, timeout=options["timeout"], interval=options["interval"])
         reports = self.write_reports(run, options["output"]) if options["output"] else {}
-        code = self.verdict(run, threshold, reports)
+        code = self.verdict(run, threshold, reports, options)
         if code != EXIT_PASSED:
             sys.exit(code)
 
@@ -117,21 +153,17 @@ class Command(BaseCommand):
             self.progress(f"Wrote {path}")
         return {kind: str(path) for kind, path in paths.items()}
 
-    def verdict(self, run: Run, threshold: float, reports: dict[str, str]) -> int:
+    def verdict(self, run: Run, threshold: float | None, reports: dict[str, str], options: dict[str, Any]) -> int:
+        decision = gate_decide(
+            run=run,
+            threshold=threshold,
+            baseline=self.baseline,
+            fail_on=options["fail_on"] or "",
+            alpha=options["alpha"],
+            ignore_flaky=options["ignore_flaky"],
+            unfinished=_unfinished_reason(run),
+        )
         total = selectors.run_main_total(run=run)
-        rate = run.passed / total if total else 0.0
-        lines = [f"Results: {run.passed}/{total} passed ({100 * rate:.1f}%)"]
-        reason = _unfinished_reason(run)
-        if reason:
-            # A run that did not run all its cases is no evidence either way: never a pass.
-            code = EXIT_ERROR
-            lines.append(reason)
-        elif rate >= threshold:
-            code = EXIT_PASSED
-            lines.append(f"Passed: {100 * rate:.1f}% meets the threshold of {100 * threshold:.1f}%.")
-        else:
-            code = EXIT_BELOW
-            lines.append(f"Below the threshold: {100 * rate:.1f}% < {100 * threshold:.1f}%.")
         data = {
             "run_id": run.pk,
             "status": run.status,
@@ -139,17 +171,18 @@ class Command(BaseCommand):
             "failed": run.failed,
             "errored": run.errored,
             "total": total,
-            "pass_rate": round(rate, 4),
+            "pass_rate": decision.data.pop("pass_rate"),
             "threshold": threshold,
             "average_score": run.current_average,
-            "ok": code == EXIT_PASSED,
-            "exit_code": code,
-            "reason": reason or lines[-1],
+            "ok": decision.code == EXIT_PASSED,
+            "exit_code": decision.code,
+            "reason": decision.reason,
             "reports": reports,
             "url": exporters.run_url(run),
+            **decision.data,
         }
-        self.result(data, "\n".join(lines))
-        return code
+        self.result(data, "\n".join(decision.lines))
+        return decision.code
 
     # ---- output -----------------------------------------------------------------------
 
@@ -197,6 +230,22 @@ def _agent(value: str) -> Agent:
         listed = ", ".join(f"{agent.pk} ({agent.team.name})" for agent in found)
         raise CommandError(f"Several agents are called “{value}”: use the id, one of {listed}.", returncode=2)
     return found[0]
+
+
+def _baseline(dataset: Dataset, value: str) -> Run:
+    """The run to compare with: an id of a run of this dataset, or "pinned" (its pinned baseline)."""
+    if value == "pinned":
+        pinned = baseline_run_get(dataset_id=dataset.pk)
+        if pinned is None:
+            raise CommandError(
+                f"Dataset “{dataset.name}” has no pinned baseline: pin one on a run's page, or give a run id.",
+                returncode=2,
+            )
+        return pinned
+    run = Run.objects.filter(pk=int(value), dataset=dataset).first() if value.isdigit() else None
+    if run is None:
+        raise CommandError(f"--baseline {value}: give “pinned” or the id of a run of “{dataset.name}”.", returncode=2)
+    return run
 
 
 def _dataset(agent: Agent, value: str) -> Dataset:

@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('agents', '0002_agentversion_llm_timeout'),
-        ('datasets', '0004_merge_source_and_mapping'),
+        ('datasets', '0005_case_stability'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
