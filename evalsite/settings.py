@@ -88,6 +88,7 @@ INSTALLED_APPS = [
     "datasets",
     "runs",
     "suggestions",
+    "reviews",
 ]
 
 MIDDLEWARE = [

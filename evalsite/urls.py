@@ -12,6 +12,7 @@ urlpatterns = [
     path("agents/<int:agent_id>/datasets/", include("datasets.urls")),
     path("agents/<int:agent_id>/runs/", include("runs.urls")),
     path("agents/<int:agent_id>/runs/<int:run_id>/suggestions/", include("suggestions.urls")),
+    path("agents/<int:agent_id>/", include("reviews.urls")),
     path("healthz", healthz, name="healthz"),
     path("api/", api.urls),
     path("admin/", admin.site.urls),

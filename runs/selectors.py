@@ -45,6 +45,10 @@ SORTS = {
     "duration": "Slowest first",
 }
 CARDS_PER_PAGE = 100
+# Relations the result cards show that belong to apps above runs (the reviews app adds a
+# result's reviews and the case's current dataset row). Apps append here in their
+# AppConfig.ready(); runs never imports them. Each is one query per page of cards, not per card.
+CARD_PREFETCHES: list[Any] = []
 
 
 # ---- runs ------------------------------------------------------------------------
@@ -424,7 +428,8 @@ def case_card_list(*, run: Run, outcomes: list[CaseOutcome]) -> list[CaseCard]:
         return []
     results: dict[int, list[Result]] = defaultdict(list)
     queryset = Result.objects.filter(run=run, case_id__in=[outcome.case_pk for outcome in wanted])
-    for result in queryset.select_related("case").order_by("case_id", "variant", "repeat"):
+    queryset = queryset.select_related("case").prefetch_related(*CARD_PREFETCHES)
+    for result in queryset.order_by("case_id", "variant", "repeat"):
         results[result.case_id].append(result)
     cards = []
     for outcome in wanted:

@@ -1,0 +1,94 @@
+// Keyboard-first review on the run page's cards and the review queue: j / k move between
+// results, a agrees with the judge, o opens the override form, Escape closes it. Keys are
+// ignored while typing in a field or with a modifier held. The review forms post with
+// htmx (the control is swapped in place) and work without JavaScript.
+(function () {
+  "use strict";
+
+  var ITEMS = "[data-review-item], li.result-card";
+
+  function items() {
+    return Array.prototype.filter.call(document.querySelectorAll(ITEMS), function (item) {
+      return item.querySelector("[data-review-control]");
+    });
+  }
+
+  function current() {
+    var active = document.activeElement;
+    return active && active.closest ? active.closest(ITEMS) : null;
+  }
+
+  function focusItem(item) {
+    if (!item) return;
+    if (!item.hasAttribute("tabindex")) item.setAttribute("tabindex", "-1");
+    document.querySelectorAll(".is-review-focus").forEach(function (other) { other.classList.remove("is-review-focus"); });
+    item.classList.add("is-review-focus");
+    item.focus({ preventScroll: true });
+    item.scrollIntoView({ block: "nearest" });
+  }
+
+  function move(step) {
+    var list = items();
+    if (!list.length) return;
+    var index = list.indexOf(current());
+    var next = index === -1 ? (step > 0 ? 0 : list.length - 1) : Math.min(list.length - 1, Math.max(0, index + step));
+    focusItem(list[next]);
+  }
+
+  function typing(target) {
+    return target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.key === "Escape") {
+      var open = document.activeElement && document.activeElement.closest && document.activeElement.closest("details[data-review-override][open]");
+      if (open) { open.open = false; focusItem(open.closest(ITEMS)); event.preventDefault(); }
+      return;
+    }
+    if (typing(event.target)) return;
+    var item = current();
+    if (event.key === "j") { move(1); event.preventDefault(); }
+    else if (event.key === "k") { move(-1); event.preventDefault(); }
+    else if (event.key === "a" && item) {
+      var agree = item.querySelector("form[data-review-agree]");
+      if (!agree) return;
+      event.preventDefault();
+      agree.requestSubmit();
+      move(1);
+    } else if (event.key === "o" && item) {
+      var override = item.querySelector("details[data-review-override]");
+      if (!override) return;
+      event.preventDefault();
+      override.open = true;
+      var first = override.querySelector("input[name=verdict]:checked") || override.querySelector("input[name=verdict]");
+      if (first) first.focus();
+    }
+  });
+
+  // A click inside a card makes it the current one, so keys continue from there.
+  document.addEventListener("click", function (event) {
+    var item = event.target.closest && event.target.closest(ITEMS);
+    if (item && item.querySelector("[data-review-control]")) {
+      document.querySelectorAll(".is-review-focus").forEach(function (other) { other.classList.remove("is-review-focus"); });
+      item.classList.add("is-review-focus");
+    }
+  });
+
+  // "Start with the first" on the queue focuses its first item.
+  document.addEventListener("click", function (event) {
+    var start = event.target.closest && event.target.closest("[data-review-start]");
+    if (!start) return;
+    event.preventDefault();
+    focusItem(items()[0]);
+  });
+
+  // After an override is saved in place, keep the keyboard on its result.
+  document.body.addEventListener("htmx:afterSwap", function (event) {
+    var control = event.detail && event.detail.target;
+    if (!control || !control.matches || !control.matches("[data-review-control]")) return;
+    var item = document.getElementById(control.id);
+    var holder = item && item.closest(ITEMS);
+    if (holder && !current()) focusItem(holder);
+  });
+})();
