@@ -5,22 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Prefetch
-
 
 def register() -> None:
-    from datasets.models import TestCase
     from runs import exporters, selectors
 
     if any(getattr(item, "prefetch_to", None) == "reviews" for item in selectors.CARD_PREFETCHES):
         return  # ready() ran twice (the test runner may call it again)
     from reviews.selectors import reviews_prefetch
 
-    # The card says when the dataset's case changed after the run: its current row, one query per page.
-    selectors.CARD_PREFETCHES += [
-        reviews_prefetch(),
-        Prefetch("case__source_case", queryset=TestCase.objects.only("id", "expected_answer", "judge_guideline", "dataset_id")),
-    ]
+    selectors.CARD_PREFETCHES.append(reviews_prefetch())
+    # The card says when the dataset's case changed after the run: its current row, by a join.
+    selectors.CARD_SELECT_RELATED.append("case__source_case")
     exporters.EXPORT_EXTENSIONS.append(
         exporters.ExportExtension(
             name="reviews",

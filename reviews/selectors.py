@@ -88,27 +88,34 @@ def latest_verdict(reviews: list[Review]) -> bool | None:
 
 def run_review_figures(*, run: Run) -> RunReviewFigures:
     """The judge's pass count beside the reviewed one ("judge 7/10, reviewed 6/10, 4 reviewed").
-    The judge's own figures never change: only the reviewed ones do."""
-    by_result: dict[int, list[Review]] = defaultdict(list)
-    for review in Review.objects.filter(result__run=run, result__variant=0).order_by():
-        by_result[review.result_id].append(review)
-    statuses = Result.objects.filter(run=run, variant=0).order_by().values_list("id", "status")
-    requests = judge_passed = reviewed_passed = overridden = 0
-    for result_id, status in statuses:
-        requests += 1
+    The judge's own figures never change: only the reviewed ones do. One query: each result
+    of the cases as written, once per review of it (once when it has none)."""
+    rows = (
+        Result.objects.filter(run=run, variant=0)
+        .order_by()
+        .values_list("id", "status", "reviews__id", "reviews__passed", "reviews__updated_at")
+    )
+    statuses: dict[int, str] = {}
+    by_result: dict[int, list[tuple[Any, int, bool]]] = defaultdict(list)
+    for result_id, status, review_id, passed, updated_at in rows:
+        statuses[result_id] = status
+        if review_id is not None:
+            by_result[result_id].append((updated_at, review_id, passed))
+    judge_passed = reviewed_passed = overridden = 0
+    for result_id, status in statuses.items():
         judge_pass = status == Result.Status.PASS
         judge_passed += judge_pass
-        verdict = latest_verdict(by_result.get(result_id, []))
+        reviews = by_result.get(result_id)
+        verdict = max(reviews)[2] if reviews else None  # the latest review counts
         reviewed_passed += judge_pass if verdict is None else verdict
         overridden += verdict is not None and (status not in JUDGED or verdict != judge_pass)
-    verdicts = [[review.passed for review in reviews] for reviews in by_result.values()]
     return RunReviewFigures(
-        requests=requests,
+        requests=len(statuses),
         judge_passed=judge_passed,
         reviewed=len(by_result),
         reviewed_passed=reviewed_passed,
         overridden=overridden,
-        reviewers=reviewer_agreement(verdicts),
+        reviewers=reviewer_agreement([[passed for _, _, passed in reviews] for reviews in by_result.values()]),
     )
 
 

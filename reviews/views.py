@@ -66,6 +66,16 @@ def run_queue(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespons
 
 @login_required
 @require_GET
+def run_figures(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
+    """The run's reviewed figures beside the judge's: the run page loads them after the page
+    (its query budget stays the cards'), and again after each review saved on it."""
+    agent, run = _get_run_for_user(request, agent_id, run_id)
+    context = {"agent": agent, "run": run, "figures": selectors.run_review_figures(run=run)}
+    return render(request, "reviews/partials/run_figures.html", context)
+
+
+@login_required
+@require_GET
 def agent_queue(request: AuthedRequest, agent_id: int) -> HttpResponse:
     agent = agent_get_for_user(user=request.user, agent_id=agent_id)
     runs = list(Run.objects.filter(agent=agent).exclude(status__in=Run.ACTIVE_STATUSES)[:AGENT_QUEUE_RUNS])
@@ -101,7 +111,8 @@ def review(request: AuthedRequest, agent_id: int, run_id: int, result_id: int) -
     except ValidationError as error:
         return _refused(request, agent, result, " ".join(error.messages))
     if request.htmx:
-        return _control(request, agent, result_id, run_id)
+        # The run page's figures listen for it and reload.
+        return trigger_client_event(_control(request, agent, result_id, run_id), "reviewed", {})
     messages.success(request, "Review saved.")
     return redirect(_next(request, agent, result))
 
@@ -118,7 +129,8 @@ def case_correct(request: AuthedRequest, agent_id: int, run_id: int, result_id: 
         return _refused(request, agent, result, " ".join(error.messages))
     if request.htmx:
         response = _control(request, agent, result_id, run_id)
-        return trigger_client_event(response, "toast", {"message": "The dataset's case is updated. This run keeps its copy."})
+        message = "The dataset's case is updated. This run keeps its copy."
+        return trigger_client_event(response, "toast", {"message": message})
     messages.success(request, "The dataset's case is updated. This run keeps its copy.")
     return redirect(_next(request, agent, result))
 

@@ -104,7 +104,7 @@ class ExportExtension:
 EXPORT_EXTENSIONS: list[ExportExtension] = []
 
 
-def _columns() -> tuple[str, ...]:
+def export_columns() -> tuple[str, ...]:
     return CSV_COLUMNS + tuple(column for ext in EXPORT_EXTENSIONS for column in ext.columns)
 
 
@@ -325,7 +325,7 @@ def _cell_text(value: Any) -> Any:
 def run_export_csv(run: Run) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, quoting=csv.QUOTE_ALL)
-    writer.writerow(_columns())
+    writer.writerow(export_columns())
     extra = _extra_cells(run)
     for result in selectors.result_list(run=run):
         writer.writerow(_cell_text(value) for value in _result_row(run, result) + extra(result))
@@ -389,7 +389,7 @@ def run_export_xlsx(run: Run, *, site_url: str | None = None) -> bytes:
 
     results = workbook.create_sheet("Results")
     results.freeze_panes = "A2"
-    columns, extra = _columns(), _extra_cells(run)
+    columns, extra = export_columns(), _extra_cells(run)
     for index, name in enumerate(columns, start=1):
         width = XLSX_WIDTHS.get(name) or XLSX_NARROW.get(name) or max(12, len(name) + 2)
         results.column_dimensions[get_column_letter(index)].width = width

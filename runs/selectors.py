@@ -47,8 +47,9 @@ SORTS = {
 CARDS_PER_PAGE = 100
 # Relations the result cards show that belong to apps above runs (the reviews app adds a
 # result's reviews and the case's current dataset row). Apps append here in their
-# AppConfig.ready(); runs never imports them. Each is one query per page of cards, not per card.
+# AppConfig.ready(); runs never imports them. Each prefetch is one query per page of cards.
 CARD_PREFETCHES: list[Any] = []
+CARD_SELECT_RELATED: list[str] = []  # the same, for relations one join away (no extra query)
 
 
 # ---- runs ------------------------------------------------------------------------
@@ -428,7 +429,7 @@ def case_card_list(*, run: Run, outcomes: list[CaseOutcome]) -> list[CaseCard]:
         return []
     results: dict[int, list[Result]] = defaultdict(list)
     queryset = Result.objects.filter(run=run, case_id__in=[outcome.case_pk for outcome in wanted])
-    queryset = queryset.select_related("case").prefetch_related(*CARD_PREFETCHES)
+    queryset = queryset.select_related("case", *CARD_SELECT_RELATED).prefetch_related(*CARD_PREFETCHES)
     for result in queryset.order_by("case_id", "variant", "repeat"):
         results[result.case_id].append(result)
     cards = []
