@@ -4,9 +4,8 @@ only, as runs/charts.py."""
 
 from __future__ import annotations
 
-from runs.charts import Bar, Chart
-
 from reviews.selectors import AgreementPoint
+from runs.charts import Bar, Chart
 
 MAX_POINTS = 12
 
@@ -41,7 +40,8 @@ def agreement_chart(points: list[AgreementPoint]) -> Chart:
                 height=round(bar_h, 1),
                 tone="pass" if rate >= 0.8 else "mixed" if rate >= 0.5 else "fail",
                 caption=f"{rate:.0%}",
-                detail=f"Run #{point.run.pk}: {point.figures.agreed} of {point.figures.reviewed} agreed ({rate:.0%}), kappa {kappa}",
+                detail=f"Run #{point.run.pk}: {point.figures.agreed} of {point.figures.reviewed} agreed "
+                f"({rate:.0%}), kappa {kappa}",
             )
         )
         chart.rows.append(

@@ -19,6 +19,8 @@ from runs.models import Result, Run
 JUDGED = (Result.Status.PASS, Result.Status.FAIL)
 # The agreement pages read the reviewed results of this many of an agent's latest runs.
 AGREEMENT_RUNS = 200
+# The agent's review queue reads its latest finished runs.
+AGENT_QUEUE_RUNS = 10
 
 
 def judge_key(run: Run) -> tuple[str, str]:
@@ -227,6 +229,10 @@ def _group(key: str, label: str, rows: list[tuple[Result, Run]]) -> AgreementGro
                 disagreements.append(Disagreement(result, review, run))
     tags = sorted(((tag, agreement(items)) for tag, items in per_tag.items()), key=lambda item: -item[1].reviewed)
     return AgreementGroup(key, label, agreement(pairs), reviewer_agreement(verdicts), 0, disagreements, tags)
+
+
+def agent_queue_runs(*, agent: Agent) -> list[Run]:
+    return list(Run.objects.filter(agent=agent).exclude(status__in=Run.ACTIVE_STATUSES)[:AGENT_QUEUE_RUNS])
 
 
 def agent_agreement_runs(*, agent: Agent) -> list[Run]:

@@ -22,7 +22,13 @@ JUDGED = (Result.Status.PASS, Result.Status.FAIL)
 
 
 def review_save(
-    *, result: Result, reviewer: User, agrees: bool, passed: bool | None = None, score: float | None = None, note: str = ""
+    *,
+    result: Result,
+    reviewer: User,
+    agrees: bool,
+    passed: bool | None = None,
+    score: float | None = None,
+    note: str = "",
 ) -> Review:
     """Agree with the judge, or override its verdict (and optionally its score). A second
     review by the same person replaces the first."""
@@ -65,7 +71,7 @@ def case_correct(*, result: Result, user: User, **fields: Any) -> TestCase:
     old = {name: getattr(case, name) for name in changed}
     dataset_services.case_update(case=case, **changed)
     revision = CaseEdit.objects.filter(case=case).count()
-    for name, value in changed.items():
+    for name in changed:
         revision += 1
         CaseEdit.objects.create(
             case=case,

@@ -24,8 +24,6 @@ from runs.models import Result, Run
 from runs.selectors import run_get
 
 QUEUE_PAGE = 50
-# The agent's queue reads the latest finished runs.
-AGENT_QUEUE_RUNS = 10
 
 
 def _get_run_for_user(request: AuthedRequest, agent_id: int, run_id: int) -> tuple[Agent, Run]:
@@ -78,7 +76,7 @@ def run_figures(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespo
 @require_GET
 def agent_queue(request: AuthedRequest, agent_id: int) -> HttpResponse:
     agent = agent_get_for_user(user=request.user, agent_id=agent_id)
-    runs = list(Run.objects.filter(agent=agent).exclude(status__in=Run.ACTIVE_STATUSES)[:AGENT_QUEUE_RUNS])
+    runs = selectors.agent_queue_runs(agent=agent)
     return _queue_page(request, agent, runs, seed=agent.pk, run=None)
 
 
@@ -142,7 +140,13 @@ def _control(request: AuthedRequest, agent: Agent, result_id: int, run_id: int) 
         pk=result_id,
         run_id=run_id,
     )
-    context = {"agent": agent, "run": result.run, "result": result, "case": result.case, "next": request.POST.get("next", "")}
+    context = {
+        "agent": agent,
+        "run": result.run,
+        "result": result,
+        "case": result.case,
+        "next": request.POST.get("next", ""),
+    }
     return render(request, "reviews/partials/card_review.html", context)
 
 
