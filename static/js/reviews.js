@@ -18,8 +18,21 @@
     return active && active.closest ? active.closest(ITEMS) : null;
   }
 
+  // On the run page a card is a <details>: the keyboard opens the card it moves to, and
+  // closes the one it opened before (cards the reviewer opened by hand stay open).
+  var openedByKeys = null;
+
+  function openCard(item) {
+    var details = item.querySelector("details.result-details");
+    if (!details || details.open) return;
+    if (openedByKeys && openedByKeys !== details) openedByKeys.open = false;
+    details.open = true;
+    openedByKeys = details;
+  }
+
   function focusItem(item) {
     if (!item) return;
+    openCard(item);
     if (!item.hasAttribute("tabindex")) item.setAttribute("tabindex", "-1");
     document.querySelectorAll(".is-review-focus").forEach(function (other) { other.classList.remove("is-review-focus"); });
     item.classList.add("is-review-focus");
