@@ -54,7 +54,7 @@ def test_an_htmx_override_returns_the_control_with_both_verdicts(client_alice, t
     assert text.lstrip().startswith('<section class="review" id="review-')
     assert "<html" not in text
     assert "alice" in text and "Wrong fee &lt;b&gt;x&lt;/b&gt;" in text
-    assert 'class="badge badge-pass">Pass</span>' in text  # the judge's verdict stays
+    assert 'class="badge review-badge badge-pass">Pass</span>' in text  # the judge's verdict stays
     assert "Your override" in text
     assert response["HX-Trigger"] == '{"reviewed": {}}'
     assert Review.objects.get().score == 4
