@@ -7,6 +7,46 @@
 
   var ITEMS = "[data-review-item], li.result-card";
 
+  // The override and "expected answer is wrong" forms are shown without JavaScript; with it
+  // they fold behind their buttons (aria-expanded), here and in every control htmx swaps in.
+  function setPanel(button, open) {
+    var panel = document.getElementById(button.getAttribute("aria-controls"));
+    if (!panel) return null;
+    panel.hidden = !open;
+    button.setAttribute("aria-expanded", open ? "true" : "false");
+    button.classList.toggle("is-open", open);
+    return panel;
+  }
+
+  function fold(root) {
+    root.querySelectorAll("[data-review-toggle]").forEach(function (button) { setPanel(button, false); });
+  }
+
+  function toggleFor(panel) {
+    return panel && document.querySelector('[data-review-toggle][aria-controls="' + panel.id + '"]');
+  }
+
+  function openOverride(item) {
+    var panel = item.querySelector("[data-review-override]");
+    var button = toggleFor(panel);
+    if (!button) return;
+    setPanel(button, true);
+    var first = panel.querySelector("input[name=verdict]:checked") || panel.querySelector("input[name=verdict]");
+    if (first) first.focus();
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { fold(document); });
+  document.body.addEventListener("htmx:load", function (event) { if (event.target.querySelectorAll) fold(event.target); });
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("[data-review-toggle]");
+    if (!button) return;
+    var panel = setPanel(button, button.getAttribute("aria-expanded") !== "true");
+    if (panel && !panel.hidden) {
+      var field = panel.querySelector("input, textarea");
+      if (field) field.focus();
+    }
+  });
+
   function items() {
     return Array.prototype.filter.call(document.querySelectorAll(ITEMS), function (item) {
       return item.querySelector("[data-review-control]");
@@ -55,8 +95,13 @@
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     if (event.key === "Escape") {
-      var open = document.activeElement && document.activeElement.closest && document.activeElement.closest("details[data-review-override][open]");
-      if (open) { open.open = false; focusItem(open.closest(ITEMS)); event.preventDefault(); }
+      var panel = document.activeElement && document.activeElement.closest && document.activeElement.closest("[data-review-panel]");
+      var button = toggleFor(panel);
+      if (button && !panel.hidden) {
+        setPanel(button, false);
+        focusItem(panel.closest(ITEMS));
+        event.preventDefault();
+      }
       return;
     }
     if (typing(event.target)) return;
@@ -70,12 +115,9 @@
       agree.requestSubmit();
       move(1);
     } else if (event.key === "o" && item) {
-      var override = item.querySelector("details[data-review-override]");
-      if (!override) return;
       event.preventDefault();
-      override.open = true;
-      var first = override.querySelector("input[name=verdict]:checked") || override.querySelector("input[name=verdict]");
-      if (first) first.focus();
+      openCard(item);
+      openOverride(item);
     }
   });
 

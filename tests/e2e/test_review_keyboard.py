@@ -70,8 +70,9 @@ def test_a_reviewer_goes_through_the_cards_with_the_keyboard(page, login, live_s
     expect(cards.nth(0).locator("details.result-details")).not_to_have_attribute("open", "")
 
     page.keyboard.press("o")
-    override = cards.nth(1).locator("details[data-review-override]")
-    expect(override).to_have_attribute("open", "")
+    override = cards.nth(1).locator("form[data-review-override]")
+    expect(override).to_be_visible()
+    expect(cards.nth(1).locator("[data-review-toggle][aria-expanded=true]")).to_have_count(1)
     expect(override.locator("input[value=pass]")).to_be_focused()
     page.keyboard.press("ArrowRight")  # the radio group: Fail
     expect(override.locator("input[value=fail]")).to_be_checked()
@@ -89,6 +90,8 @@ def test_a_reviewer_goes_through_the_cards_with_the_keyboard(page, login, live_s
     expect(page.locator("#review-figures")).to_contain_text("Reviewed 3/6 passed")
     expect(page.locator("#review-figures")).to_contain_text("Judge 4/6 passed")
 
+    # The other cards' forms are folded behind their buttons.
+    expect(cards.nth(2).locator("form[data-review-override]")).to_be_hidden()
     page.keyboard.press("Escape")
     page.locator("body").click(position={"x": 5, "y": 5})
     page.keyboard.press("k")
