@@ -135,7 +135,8 @@ def hostile_world(transactional_db, settings, tmp_path: Path, team, alice, bob) 
         )  # fmt: skip
     # Reviews with hostile notes: on the cards, in the review queue and the agreement page.
     for result in run.results.filter(status__in=["pass", "fail"]):
-        Review.objects.create(result=result, reviewer=bob, agrees=False, passed=result.status != "pass", note=ALL[:2000])
+        passed = result.status != "pass"
+        Review.objects.create(result=result, reviewer=bob, agrees=False, passed=passed, note=ALL[:2000])
     suggestion = Suggestion.objects.create(
         run=run, title=f"Fix {SHORT}"[:200], category="knowledge", description=ALL[:2000], proposed_text=ALL,
         offline=True,
