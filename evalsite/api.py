@@ -34,8 +34,10 @@ api = NinjaAPI(title="Evalsite API", version="1", auth=TokenAuth(), docs_url="/d
 # Routers register themselves here, one line per app.
 from accounts.api import router as accounts_router  # noqa: E402
 from datasets.api import router as datasets_router  # noqa: E402
+from reviews.api import router as reviews_router  # noqa: E402
 from runs.api import router as runs_router  # noqa: E402
 
 api.add_router("/", accounts_router)
 api.add_router("/", datasets_router)
 api.add_router("/", runs_router)
+api.add_router("/", reviews_router)

@@ -89,6 +89,7 @@ INSTALLED_APPS = [
     "runs",
     "suggestions",
     "playground",
+    "reviews",
 ]
 
 MIDDLEWARE = [

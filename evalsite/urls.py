@@ -14,6 +14,7 @@ urlpatterns = [
     path("agents/<int:agent_id>/runs/", include("runs.urls")),
     path("agents/<int:agent_id>/runs/<int:run_id>/suggestions/", include("suggestions.urls")),
     path("agents/<int:agent_id>/playground/", include("playground.urls")),
+    path("agents/<int:agent_id>/", include("reviews.urls")),
     path("healthz", healthz, name="healthz"),
     path("api/", api.urls),
     path("admin/", admin.site.urls),

@@ -33,6 +33,8 @@ import csv
 import io
 import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -83,6 +85,35 @@ CSV_COLUMNS = (
 )
 
 
+@dataclass(frozen=True)
+class ExportExtension:
+    """What an app above runs adds to every export of a run (the reviews app: the
+    reviewers' columns). Apps append to EXPORT_EXTENSIONS in AppConfig.ready(); runs never
+    imports them. `cells(run)` gives, per result id, one value per column for CSV/XLSX;
+    `results(run)` the JSON per result id (under `name`); `summary(run)` the run-level
+    JSON (under `name`), which `template` renders in the HTML report as `data`."""
+
+    name: str
+    columns: tuple[str, ...]
+    cells: Callable[[Run], dict[int, list[Any]]]
+    results: Callable[[Run], dict[int, Any]]
+    summary: Callable[[Run], dict[str, Any]]
+    template: str
+
+
+EXPORT_EXTENSIONS: list[ExportExtension] = []
+
+
+def export_columns() -> tuple[str, ...]:
+    return CSV_COLUMNS + tuple(column for ext in EXPORT_EXTENSIONS for column in ext.columns)
+
+
+def _extra_cells(run: Run) -> Callable[[Result], list[Any]]:
+    """The extensions' cells of one result, read once per export (one query per extension)."""
+    tables = [(ext.cells(run), len(ext.columns)) for ext in EXPORT_EXTENSIONS]
+    return lambda result: [value for table, width in tables for value in table.get(result.pk, [""] * width)]
+
+
 def export_filename(run: Run, extension: str) -> str:
     name = slugify(run.dataset_name)[:60] or "run"
     return f"evalsite-run-{run.pk}-{name}.{extension}"
@@ -98,12 +129,19 @@ def run_url(run: Run, site_url: str | None = None) -> str:
 
 def run_export_data(run: Run, *, site_url: str | None = None) -> dict[str, Any]:
     results = list(selectors.result_list(run=run))
+    rows = [_result_data(result) for result in results]
+    data = _run_data(run, results, site_url=site_url)
+    for ext in EXPORT_EXTENSIONS:
+        data[ext.name] = ext.summary(run)
+        per_result = ext.results(run)
+        for row in rows:
+            row[ext.name] = per_result.get(row["id"])
     return {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
         "exported_at": _iso(timezone.now()),
-        "run": _run_data(run, results, site_url=site_url),
-        "results": [_result_data(result) for result in results],
+        "run": data,
+        "results": rows,
     }
 
 
@@ -287,9 +325,10 @@ def _cell_text(value: Any) -> Any:
 def run_export_csv(run: Run) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, quoting=csv.QUOTE_ALL)
-    writer.writerow(CSV_COLUMNS)
+    writer.writerow(export_columns())
+    extra = _extra_cells(run)
     for result in selectors.result_list(run=run):
-        writer.writerow(_cell_text(value) for value in _result_row(run, result))
+        writer.writerow(_cell_text(value) for value in _result_row(run, result) + extra(result))
     return buffer.getvalue()
 
 
@@ -350,14 +389,15 @@ def run_export_xlsx(run: Run, *, site_url: str | None = None) -> bytes:
 
     results = workbook.create_sheet("Results")
     results.freeze_panes = "A2"
-    for index, name in enumerate(CSV_COLUMNS, start=1):
+    columns, extra = export_columns(), _extra_cells(run)
+    for index, name in enumerate(columns, start=1):
         width = XLSX_WIDTHS.get(name) or XLSX_NARROW.get(name) or max(12, len(name) + 2)
         results.column_dimensions[get_column_letter(index)].width = width
-    results.append([_styled(results, name, font=bold) for name in CSV_COLUMNS])
-    styles = [(XLSX_FORMATS.get(name), wrap if name in XLSX_WRAPPED else top) for name in CSV_COLUMNS]
+    results.append([_styled(results, name, font=bold) for name in columns])
+    styles = [(XLSX_FORMATS.get(name), wrap if name in XLSX_WRAPPED else top) for name in columns]
     rows = 0
     for result in selectors.result_list(run=run):
-        values = _result_row(run, result)
+        values = _result_row(run, result) + extra(result)
         results.append(
             [
                 _styled(results, value, number_format=number_format, alignment=alignment)
@@ -365,7 +405,7 @@ def run_export_xlsx(run: Run, *, site_url: str | None = None) -> bytes:
             ]
         )
         rows += 1
-    results.auto_filter.ref = f"A1:{get_column_letter(len(CSV_COLUMNS))}{rows + 1}"
+    results.auto_filter.ref = f"A1:{get_column_letter(len(columns))}{rows + 1}"
     buffer = io.BytesIO()
     workbook.save(buffer)
     return buffer.getvalue()
@@ -413,6 +453,7 @@ def run_report_context(run: Run, *, site_url: str | None = None) -> dict[str, An
         "pass_percent": round(100 * figures.passed / requests) if requests else 0,
         "fail_percent": round(100 * figures.failed / requests) if requests else 0,
         "error_percent": round(100 * figures.errored / requests) if requests else 0,
+        "extensions": [(ext.template, ext.summary(run)) for ext in EXPORT_EXTENSIONS],
     }
 
 

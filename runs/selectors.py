@@ -45,6 +45,11 @@ SORTS = {
     "duration": "Slowest first",
 }
 CARDS_PER_PAGE = 100
+# Relations the result cards show that belong to apps above runs (the reviews app adds a
+# result's reviews and the case's current dataset row). Apps append here in their
+# AppConfig.ready(); runs never imports them. Each prefetch is one query per page of cards.
+CARD_PREFETCHES: list[Any] = []
+CARD_SELECT_RELATED: list[str] = []  # the same, for relations one join away (no extra query)
 
 
 # ---- runs ------------------------------------------------------------------------
@@ -430,7 +435,8 @@ def case_card_list(*, run: Run, outcomes: list[CaseOutcome]) -> list[CaseCard]:
     results: dict[int, list[Result]] = defaultdict(list)
     queryset = Result.objects.filter(run=run, case_id__in=[outcome.case_pk for outcome in wanted])
     # The dataset case too: its card shows whether it is flaky across runs (one join, no query per card).
-    for result in queryset.select_related("case__source_case").order_by("case_id", "variant", "repeat"):
+    queryset = queryset.select_related("case__source_case", *CARD_SELECT_RELATED).prefetch_related(*CARD_PREFETCHES)
+    for result in queryset.order_by("case_id", "variant", "repeat"):
         results[result.case_id].append(result)
     cards = []
     for outcome in wanted:

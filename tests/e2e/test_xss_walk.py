@@ -28,6 +28,7 @@ from playwright.sync_api import Page, expect
 from agents import services as agent_services
 from agents.models import Agent
 from datasets.models import Dataset, Document, TestCase
+from reviews.models import Review
 from runs.models import Result, Run, RunCase
 from suggestions.models import Suggestion
 from tests.datasets import files
@@ -132,6 +133,10 @@ def hostile_world(transactional_db, settings, tmp_path: Path, team, alice, bob) 
             conversation=[{"role": "user", "content": ALL}, {"role": "assistant", "content": ALL}],
             scorers=[{"name": "trajectory", "score": 1.0, "passed": True, "detail": ALL}],
         )  # fmt: skip
+    # Reviews with hostile notes: on the cards, in the review queue and the agreement page.
+    for result in run.results.filter(status__in=["pass", "fail"]):
+        passed = result.status != "pass"
+        Review.objects.create(result=result, reviewer=bob, agrees=False, passed=passed, note=ALL[:2000])
     suggestion = Suggestion.objects.create(
         run=run, title=f"Fix {SHORT}"[:200], category="knowledge", description=ALL[:2000], proposed_text=ALL,
         offline=True,

@@ -28,6 +28,7 @@ from accounts.models import ApiToken, BannerDismissal, Membership, Team
 from agents.models import Agent, AgentVersion
 from datasets.models import Dataset, RuleMap, TestCase
 from playground.models import Exchange
+from reviews.models import CaseEdit, Review
 from runs.models import DatasetBaseline, Result, Run
 from suggestions.models import Suggestion, SuggestionGeneration
 from tests.datasets.files import pdf_bytes, upload
@@ -332,6 +333,16 @@ POSTS: dict[str, Post] = {
         status=(302, 200),
         done=lambda o, client: Dataset.objects.get(pk=o["dataset_id"]).warnings == [],
         setup=_with_warnings,
+    ),
+    "reviews:review": Post(
+        data=lambda o: {"verdict": "fail", "score": "3", "note": "Misses the fee"},
+        status=(302, 200),
+        done=lambda o, client: Review.objects.filter(result_id=o["result_id"], passed=False).exists(),
+    ),
+    "reviews:case_correct": Post(
+        data=lambda o: {"expected_answer": "Refunds within 14 days.", "judge_guideline": ""},
+        status=(302, 200),
+        done=lambda o, client: CaseEdit.objects.filter(case_id=o["case_pk"]).exists(),
     ),
     "suggestions:generate": Post(
         data=lambda o: {},

@@ -1,0 +1,60 @@
+"""Template tags the run page, the result cards and the agent page use to show reviews
+(runs' templates load them; runs' Python never imports reviews). The inclusion tags call
+one selector each, the filters read what the cards' prefetch already loaded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from reviews import charts, selectors
+from reviews.agreement import reviewer_agreement
+
+register = template.Library()
+
+
+@register.inclusion_tag("reviews/partials/run_figures.html", takes_context=True)
+def review_figures(context: template.Context, run: Any) -> dict[str, Any]:
+    return {"agent": context.get("agent"), "run": run, "figures": selectors.run_review_figures(run=run)}
+
+
+@register.inclusion_tag("reviews/partials/agent_panel.html", takes_context=True)
+def agent_agreement_panel(context: template.Context, agent: Any) -> dict[str, Any]:
+    runs = selectors.agent_agreement_runs(agent=agent)
+    groups = selectors.agreement_groups(runs=runs)
+    return {
+        "agent": agent,
+        "group": groups[0] if groups else None,
+        "configurations": len(groups),
+        "chart": charts.agreement_chart(selectors.agreement_over_time(runs=runs)),
+    }
+
+
+@register.filter
+def review_by(result: Any, user: Any) -> Any:
+    """The user's review of the result, from its prefetched reviews."""
+    if result is None or not getattr(user, "is_authenticated", False):
+        return None
+    return next((review for review in result.reviews.all() if review.reviewer_id == user.pk), None)
+
+
+@register.filter
+def reviewers_disagree(result: Any) -> bool:
+    verdicts = [review.passed for review in result.reviews.all()] if result is not None else []
+    figures = reviewer_agreement([verdicts])
+    return figures.pairs > figures.agreed
+
+
+@register.filter
+def case_changes(case: Any) -> list[str]:
+    """What of the dataset's case changed after the run took its copy (from the prefetched source case)."""
+    source = case.source_case if case is not None and case.source_case_id else None
+    if source is None:
+        return []
+    changed = []
+    if source.expected_answer != case.expected_answer:
+        changed.append("expected answer")
+    if source.judge_guideline != (case.data.get("judge_guideline") or ""):
+        changed.append("judge guideline")
+    return changed
