@@ -44,7 +44,7 @@ from datasets.view_helpers import (
     get_dataset_for_user,
     install_upload_guard,
 )
-from evalsite.http import AuthedRequest
+from evalsite.http import AuthedRequest, is_partial
 from runs import selectors as run_selectors
 
 if TYPE_CHECKING:
@@ -56,10 +56,6 @@ DATASETS_PER_PAGE = 100
 
 # ---- helpers -------------------------------------------------------------------
 
-
-def _is_partial(request: AuthedRequest) -> bool:
-    # A history restore needs the whole page, not the fragment.
-    return bool(request.htmx) and not request.htmx.history_restore_request
 
 
 def _guard(request: AuthedRequest) -> UploadSizeGuard | None:
@@ -83,7 +79,7 @@ def _form_response(request: AuthedRequest, *, form_template: str, title: str, co
     """One form, three callers: a dialog (htmx GET), the form alone (htmx POST with
     errors, swapped over itself) and a plain page (no JavaScript)."""
     context = {**context, "form_template": form_template, "title": title}
-    if _is_partial(request):
+    if is_partial(request):
         template = form_template if request.method == "POST" else "datasets/partials/dialog.html"
         return render(request, template, context)
     return render(request, "datasets/form_page.html", context)
@@ -124,7 +120,7 @@ def _table_context(agent: Agent, page_number: str | None = None) -> dict[str, An
 def dataset_list(request: AuthedRequest, agent_id: int) -> HttpResponse:
     agent = get_agent_for_user(request, agent_id)
     context = _table_context(agent, request.GET.get("page"))
-    if _is_partial(request):
+    if is_partial(request):
         return render(request, "datasets/partials/dataset_table.html", context)
     context["at_limit"] = context["page"].paginator.count >= _limit()
     context["limit"] = _limit()
@@ -190,7 +186,7 @@ def _create(request: AuthedRequest, agent: Agent, form: DatasetCreateForm) -> tu
 def dataset_row(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
     """One row of the list (cancelling an inline rename)."""
     agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)
-    if not _is_partial(request):
+    if not is_partial(request):
         return redirect("datasets:list", agent.pk)
     return render(request, "datasets/partials/dataset_row.html", {"agent": agent, "dataset": dataset})
 
@@ -210,7 +206,7 @@ def dataset_rename(request: AuthedRequest, agent_id: int, dataset_id: int) -> Ht
         else:
             return _renamed(request, agent, dataset, place)
     context = {"agent": agent, "dataset": dataset, "form": form, "place": place}
-    if _is_partial(request) and place == "row":
+    if is_partial(request) and place == "row":
         return render(request, "datasets/partials/dataset_row.html", {**context, "editing": True})
     return _form_response(
         request, form_template="datasets/partials/rename_form.html", title="Rename dataset", context=context
@@ -285,7 +281,7 @@ def _detail(request: AuthedRequest, agent: Agent, dataset: DatasetWithCount) -> 
     page, query = _case_page(request, dataset)
     total = dataset.case_count  # annotated by the selector
     context = _case_list_context(agent, dataset, page, query, total)
-    if _is_partial(request):
+    if is_partial(request):
         return render(request, "datasets/partials/case_list.html", context)
     context.update(
         settings_form=DatasetSettingsForm.for_dataset(dataset),
@@ -337,7 +333,7 @@ def dataset_settings(request: AuthedRequest, agent_id: int, dataset_id: int) -> 
         "settings_open": True,
         "default_judge_model": _default_judge_model(),
     }
-    if _is_partial(request):
+    if is_partial(request):
         response = render(request, "datasets/partials/settings_form.html", context)
         return _toast(response, "Scoring settings saved.") if saved else response
     return render(request, "datasets/settings.html", context)

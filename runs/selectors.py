@@ -24,7 +24,7 @@ from agents.models import Agent, AgentVersion
 from runs.models import Result, Run, RunCase
 
 # Case-level statuses. A case passes only when every repeat passed; otherwise the worst
-# finished status wins (error over fail), as in suggestions.services.case_outcomes.
+# finished status wins (error over fail), as in case_outcomes.
 CASE_PASS, CASE_FAIL, CASE_ERROR = "pass", "fail", "error"
 CASE_SKIPPED = "skipped"  # no repeat ran (the run was stopped or failed first)
 CASE_PENDING = "pending"  # something of the case is still to run
@@ -282,6 +282,19 @@ def case_outcome_list(*, run: Run, with_tags: bool = False) -> list[CaseOutcome]
             pk: list(data.get("tags") or []) for pk, data in RunCase.objects.filter(run=run).values_list("id", "data")
         }
     return [_outcome(row, tags.get(row[0])) for row in rows]
+
+
+def case_outcomes(*, run: Run) -> dict[int, str]:
+    """Each case's outcome by position, as a Result status: pass only when every repeat passed,
+    else the worst (error over fail). Smoke-test variants are left out, as are cases with no
+    finished result; `case_outcome_list` says pending while any result of a case is unfinished."""
+    rank = {status: index for index, status in enumerate(_RANKED)}
+    outcomes: dict[int, str] = {}
+    rows = Result.objects.filter(run=run, variant=0, status__in=Result.FINISHED_STATUSES)
+    for position, status in rows.values_list("case__position", "status"):
+        if position not in outcomes or rank[status] > rank[outcomes[position]]:
+            outcomes[position] = status
+    return outcomes
 
 
 def _outcome(row: tuple[Any, ...], tags: list[str] | None) -> CaseOutcome:

@@ -1,7 +1,9 @@
-"""Starting runs: snapshot the dataset, pin the version, pre-create results, queue the first window."""
+"""Starting runs: snapshot the dataset, pin the version, pre-create results, queue the first window;
+re-runs of a run's failed cases, and the verify runs of a change."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from django.conf import settings
@@ -107,6 +109,42 @@ def run_rerun(
             parent=run,
             purpose=purpose,
         )
+
+
+def run_verify_start(
+    *,
+    parent: Run,
+    user: User | None,
+    version: AgentVersion,
+    sample_passing: int | None = None,
+    request_key: str = "",
+) -> Run:
+    """Re-run the parent's case snapshot against `version` (a new run, purpose "verify").
+
+    All cases, or (cheaper) the cases that did not pass plus a random sample of
+    `sample_passing` passing ones, to catch regressions without paying for every case.
+    Suggestions' Verify calls it, to test the version made from them.
+    """
+    if parent.is_active:
+        raise ValidationError("Wait for the run to finish before verifying a change against it.")
+    if version.agent_id != parent.agent_id:
+        raise ValidationError("That version belongs to another agent.")
+    if sample_passing is None:
+        positions = sorted(parent.cases.values_list("position", flat=True))
+    else:
+        if sample_passing < 0:
+            raise ValidationError("The number of passing cases to sample cannot be negative.")
+        outcomes = selectors.case_outcomes(run=parent)
+        failing = [p for p, outcome in outcomes.items() if outcome != Result.Status.PASS]
+        passing = [p for p, outcome in outcomes.items() if outcome == Result.Status.PASS]
+        positions = sorted(failing + random.sample(passing, min(sample_passing, len(passing))))
+    if not positions:
+        raise ValidationError(
+            "There are no cases to verify: this run has no failing cases and no passing ones were sampled."
+        )
+    return run_rerun(
+        run=parent, user=user, request_key=request_key, version=version, purpose=Run.Purpose.VERIFY, positions=positions
+    )
 
 
 def _run_for_key(agent: Agent, request_key: str) -> Run | None:
