@@ -25,7 +25,6 @@ def _get_agent_for_user(request: AuthedRequest, agent_id: int) -> Agent:
     return selectors.agent_get_for_user(user=request.user, agent_id=agent_id)
 
 
-
 def _navigate(request: AuthedRequest, url: str) -> HttpResponse:
     """Go to `url` after a successful POST, from a plain form or an htmx one."""
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)

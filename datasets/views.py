@@ -57,7 +57,6 @@ DATASETS_PER_PAGE = 100
 # ---- helpers -------------------------------------------------------------------
 
 
-
 def _guard(request: AuthedRequest) -> UploadSizeGuard | None:
     # A GET renders the empty form: it has no body to guard.
     return install_upload_guard(request) if request.method == "POST" else None

@@ -288,7 +288,7 @@ def case_outcomes(*, run: Run) -> dict[int, str]:
     """Each case's outcome by position, as a Result status: pass only when every repeat passed,
     else the worst (error over fail). Smoke-test variants are left out, as are cases with no
     finished result; `case_outcome_list` says pending while any result of a case is unfinished."""
-    rank = {status: index for index, status in enumerate(_RANKED)}
+    rank: dict[str, int] = {status: index for index, status in enumerate(_RANKED)}
     outcomes: dict[int, str] = {}
     rows = Result.objects.filter(run=run, variant=0, status__in=Result.FINISHED_STATUSES)
     for position, status in rows.values_list("case__position", "status"):

@@ -50,7 +50,6 @@ def _navigate(request: AuthedRequest, url: str) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
-
 def _error(request: AuthedRequest, error: ValidationError, fallback: str) -> HttpResponse:
     message = " ".join(error.messages)
     if request.htmx:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
-
 from datetime import timedelta
 
 from django.db.models import Avg, QuerySet

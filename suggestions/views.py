@@ -35,7 +35,6 @@ def _get_run_for_user(request: AuthedRequest, agent_id: int, run_id: int) -> tup
     return agent, run_get(agent=agent, run_id=run_id)
 
 
-
 def _run_url(agent: Agent, run: Run) -> str:
     return reverse("runs:detail", args=[agent.pk, run.pk]) + "#suggestions"
 

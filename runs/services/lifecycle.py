@@ -58,7 +58,9 @@ def run_on_agent_delete(agent: Agent) -> None:
     a run of the agent is in progress; otherwise its runs go first (they protect the versions
     they pinned)."""
     if Run.objects.filter(agent=agent, status__in=Run.ACTIVE_STATUSES).exists():
-        raise ValidationError("An evaluation of this agent is running. Stop it or let it finish, then delete the agent.")
+        raise ValidationError(
+            "An evaluation of this agent is running. Stop it or let it finish, then delete the agent."
+        )
     Run.objects.filter(agent=agent).delete()
 
 

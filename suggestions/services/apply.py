@@ -116,6 +116,3 @@ def suggestion_change_request(*, run: Run, suggestions: list[Suggestion]) -> str
         if cases:
             lines += [f"Motivating cases: {cases}", ""]
     return "\n".join(lines)
-
-
-

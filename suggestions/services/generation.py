@@ -44,6 +44,7 @@ SUGGESTIONS_SCHEMA = {
     },
 }
 
+
 def suggestion_generation_on_run_finished(run: Run) -> None:
     """The run-finished hook (runs/hooks.py), registered in SuggestionsConfig.ready(): queue the
     suggestion job of a run that needs one. Idempotent, as a hook must be."""

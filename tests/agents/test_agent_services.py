@@ -208,7 +208,9 @@ def _document(dataset) -> Document:
     return document
 
 
-def test_delete_removes_the_documents_files_once_committed(team, settings, tmp_path, django_capture_on_commit_callbacks):
+def test_delete_removes_the_documents_files_once_committed(
+    team, settings, tmp_path, django_capture_on_commit_callbacks
+):
     settings.MEDIA_ROOT = tmp_path
     agent = AgentFactory(team=team)
     document = _document(DatasetFactory(agent=agent))

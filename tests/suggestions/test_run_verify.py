@@ -4,8 +4,8 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from runs.models import Result, Run
-from suggestions.selectors import verify_comparison_get
 from runs.services import run_verify_start
+from suggestions.selectors import verify_comparison_get
 from suggestions.services import suggestion_apply
 from tests.factories import AgentFactory
 from tests.suggestions.conftest import REFUND, suggestion
