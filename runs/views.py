@@ -293,16 +293,14 @@ def _summary_context(run: Run, outcomes: list) -> dict[str, Any]:
     return {
         "duration": selectors.run_duration_seconds(run, now=timezone.now()),
         "repeats": repeats,
-        "threshold": run.pass_threshold,
         # With repeats, the per-case figures are shown beside the per-request counts.
         "figures": selectors.run_counts(run=run, outcomes=outcomes) if repeats > 1 else None,
     }
 
 
 def _charts_context(run: Run, outcomes: list) -> dict[str, Any]:
-    threshold = run.pass_threshold
     return {
-        "histogram": charts.score_histogram(selectors.run_scores(run=run), threshold=threshold),
+        "histogram": charts.score_histogram(selectors.run_scores(run=run), threshold=run.pass_threshold),
         "tag_chart": charts.tag_pass_rates(outcomes),
         "charts_ready": True,
     }
