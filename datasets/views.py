@@ -31,6 +31,7 @@ from django_htmx.http import (
     trigger_client_event,
 )
 
+from agents import selectors as agent_selectors
 from agents.models import Agent
 from datasets import selectors, services
 from datasets.exporters import export_filename
@@ -45,7 +46,6 @@ from datasets.view_helpers import (
     install_upload_guard,
 )
 from evalsite.http import AuthedRequest, is_partial
-from runs import selectors as run_selectors
 
 if TYPE_CHECKING:
     from datasets.selectors import DatasetWithCount
@@ -263,7 +263,7 @@ def _case_page(request: AuthedRequest, dataset: Dataset, page_number: Any = None
 
 def _case_list_context(agent: Agent, dataset: Dataset, page: Page, query: str, total: int) -> dict[str, Any]:
     # run_blocker too: an htmx refresh of the list re-renders the Run button out of band.
-    run_blocker = selectors.dataset_run_blocker(dataset=dataset, case_count=total) or run_selectors.agent_run_blocker(
+    run_blocker = selectors.dataset_run_blocker(dataset=dataset, case_count=total) or agent_selectors.agent_run_blocker(
         agent=agent
     )
     return {

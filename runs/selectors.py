@@ -20,7 +20,7 @@ from django.db import connections
 from django.db.models import Case, Count, F, Q, QuerySet, Sum, Value, When
 from django.shortcuts import get_object_or_404
 
-from agents.models import Agent, AgentVersion
+from agents.models import Agent
 from runs.models import Result, Run, RunCase
 
 # Case-level statuses. A case passes only when every repeat passed; otherwise the worst
@@ -99,27 +99,6 @@ def run_compare_default(*, run: Run) -> Run | None:
     """The run to compare this one with: the latest earlier run of its dataset, else the newest later one."""
     earlier_first = Case(When(created_at__lt=run.created_at, then=Value(0)), default=Value(1))
     return run_compare_candidates(run=run).order_by(earlier_first, "-created_at", "-id").first()
-
-
-def agent_run_blocker(*, agent: Agent) -> str:
-    """Why no run of this agent can start (an llm agent without a model, an http agent
-    without a URL...), or "" when it can. The adapter's own check, so the button, the
-    API and the run agree with what would fail the run on its first case."""
-    version = agent.current_version
-    if version is None:
-        return "This agent has no configuration version yet."
-    version.agent = agent  # the adapter reads the kind from it: not a second query for the agent
-    return version_run_blocker(version=version)
-
-
-def version_run_blocker(*, version: AgentVersion) -> str:
-    from agents.adapters import AgentConfigError, adapter_for
-
-    try:
-        adapter_for(version).check()
-    except AgentConfigError as error:
-        return error.message
-    return ""
 
 
 def run_reexecutions(*, run: Run) -> int:

@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
+from agents import selectors as agent_selectors
 from agents.models import Agent, AgentVersion
 from datasets.models import Dataset, TestCase
 from datasets.services import CASE_FIELDS, SCORING_FIELDS
@@ -83,7 +84,7 @@ def run_rerun(
     cases = list(run.cases.filter(chosen).distinct().order_by("position"))
     if not cases:
         raise ValidationError("This run has no failed cases to re-run.")
-    if blocker := selectors.version_run_blocker(version=version or run.agent_version):
+    if blocker := agent_selectors.version_run_blocker(version=version or run.agent_version):
         raise ValidationError(blocker, code=AGENT_NOT_RUNNABLE)
     snapshots = [
         {
@@ -163,7 +164,7 @@ def _check_startable(agent: Agent, dataset: Dataset) -> None:
         raise ValidationError("This dataset failed to import, so it has no cases to run.")
     if not dataset.cases.exists():
         raise ValidationError("This dataset has no test cases yet. Add or generate some first.")
-    if blocker := selectors.agent_run_blocker(agent=agent):
+    if blocker := agent_selectors.agent_run_blocker(agent=agent):
         # The agent itself cannot answer (e.g. an llm agent with no model): refused here
         # rather than started and failed on its first case.
         raise ValidationError(blocker, code=AGENT_NOT_RUNNABLE)

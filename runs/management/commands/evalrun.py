@@ -24,6 +24,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from agents.management.lookup import agent_from_argument
 from agents.models import Agent
 from datasets.models import Dataset
 from runs import exporters, selectors, services
@@ -60,7 +61,7 @@ class Command(BaseCommand):
             raise CommandError(
                 f"--threshold must be between 0 and 1 (e.g. 0.8 for 80%), not {threshold:g}.", returncode=2
             )
-        agent = _agent(options["agent"])
+        agent = agent_from_argument(options["agent"])
         dataset = _dataset(agent, options["dataset"])
         asked_at = timezone.now()
         try:
@@ -186,17 +187,6 @@ def argparse_hidden() -> str:
     import argparse
 
     return argparse.SUPPRESS
-
-
-def _agent(value: str) -> Agent:
-    agents = Agent.objects.filter(pk=int(value)) if value.isdigit() else Agent.objects.filter(name=value)
-    found = list(agents.select_related("team")[:5])
-    if not found:
-        raise CommandError(f"No agent “{value}”. Give its id or exact name.", returncode=2)
-    if len(found) > 1:
-        listed = ", ".join(f"{agent.pk} ({agent.team.name})" for agent in found)
-        raise CommandError(f"Several agents are called “{value}”: use the id, one of {listed}.", returncode=2)
-    return found[0]
 
 
 def _dataset(agent: Agent, value: str) -> Dataset:
