@@ -37,7 +37,7 @@ from accounts.throttling import (
     throttle_message,
 )
 from evalsite import llm
-from evalsite.http import AuthedRequest
+from evalsite.http import AuthedRequest, is_partial
 
 # ---- sign in / out -------------------------------------------------------------
 
@@ -143,7 +143,7 @@ def _settings_context(request: AuthedRequest, **overrides: Any) -> dict[str, Any
 def _render_settings(request: AuthedRequest, section: str | None = None, **overrides: Any) -> HttpResponse:
     """The whole page, or just one section (its partial) for htmx requests."""
     template = "accounts/settings.html"
-    if section and request.htmx and not request.htmx.history_restore_request:
+    if section and is_partial(request):
         template = f"accounts/settings.html#{section}"
     return render(request, template, _settings_context(request, **overrides))
 

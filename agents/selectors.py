@@ -51,3 +51,24 @@ def agent_eval_summary(*, agent: Agent) -> dict[str, Any]:
         "run_count": agent.runs.count(),
         "last_run": agent.runs.select_related("agent_version").order_by("-created_at", "-id").first(),
     }
+
+
+def agent_run_blocker(*, agent: Agent) -> str:
+    """Why no run of this agent can start (an llm agent without a model, an http agent
+    without a URL...), or "" when it can. The adapter's own check, so the dataset page's
+    Run button, the API and run_start agree with what would fail the run on its first case."""
+    version = agent.current_version
+    if version is None:
+        return "This agent has no configuration version yet."
+    version.agent = agent  # the adapter reads the kind from it: not a second query for the agent
+    return version_run_blocker(version=version)
+
+
+def version_run_blocker(*, version: AgentVersion) -> str:
+    from agents.adapters import AgentConfigError, adapter_for
+
+    try:
+        adapter_for(version).check()
+    except AgentConfigError as error:
+        return error.message
+    return ""

@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from accounts.models import Team
+from agents.hooks import before_agent_delete_notify
 from agents.models import Agent, AgentVersion
 
 CONFIG_DEFAULTS: dict[str, Any] = {
@@ -273,31 +274,12 @@ def agent_delete(*, agent: Agent) -> None:
     """Delete the agent with its versions, datasets and runs.
 
     Refused while a run is in progress or a dataset is still being extracted: their
-    workers would fail half-way on missing rows.
+    workers would fail half-way on missing rows. Those checks, and the clean-up of the
+    runs and the documents' files, belong to datasets and runs: their hooks (agents/hooks.py).
     """
-    from datasets.models import Dataset, Document
-    from runs.models import Run
-
     locked = Agent.objects.select_for_update().get(pk=agent.pk)
-    if Run.objects.filter(agent=locked, status__in=Run.ACTIVE_STATUSES).exists():
-        raise ValidationError(
-            "An evaluation of this agent is running. Stop it or let it finish, then delete the agent."
-        )
-    if Dataset.objects.filter(agent=locked, status=Dataset.Status.EXTRACTING).exists():
-        raise ValidationError("A dataset of this agent is still being extracted. Wait for it to finish, then delete.")
-    files = list(Document.objects.filter(dataset__agent=locked).values_list("file", flat=True))
-    storage = Document._meta.get_field("file").storage
-
-    # Runs pin versions and the agent points at one, both with PROTECT: release those first.
+    before_agent_delete_notify(locked)
+    # The agent points at its current version with PROTECT: release it first.
     locked.current_version = None
     locked.save(update_fields=["current_version"])
-    Run.objects.filter(agent=locked).delete()
     locked.delete()
-
-    def delete_files() -> None:
-        for name in files:
-            if name:
-                storage.delete(name)
-
-    # Document files go only once the rows are gone for good.
-    transaction.on_commit(delete_files)

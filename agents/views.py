@@ -18,15 +18,11 @@ from agents.diff import MASK, version_diff
 from agents.forms import AgentEditor
 from agents.models import Agent, AgentVersion
 from evalsite import llm
-from evalsite.http import AuthedRequest
+from evalsite.http import AuthedRequest, is_partial
 
 
 def _get_agent_for_user(request: AuthedRequest, agent_id: int) -> Agent:
     return selectors.agent_get_for_user(user=request.user, agent_id=agent_id)
-
-
-def _is_partial(request: AuthedRequest) -> bool:
-    return bool(request.htmx) and not request.htmx.history_restore_request
 
 
 def _navigate(request: AuthedRequest, url: str) -> HttpResponse:
@@ -66,13 +62,13 @@ def agent_list(request: AuthedRequest) -> HttpResponse:
         "query": query,
         "has_agents": request.team.agents.exists(),
     }
-    template = "agents/agent_list.html#agent_results" if _is_partial(request) else "agents/agent_list.html"
+    template = "agents/agent_list.html#agent_results" if is_partial(request) else "agents/agent_list.html"
     return render(request, template, context)
 
 
 def _render_editor(request: AuthedRequest, editor: AgentEditor, agent: Agent | None) -> HttpResponse:
     context = {"editor": editor, "form": editor.form, "agent": agent, "kind": editor.kind, "mask": MASK}
-    template = "agents/agent_form.html#agent_form" if _is_partial(request) else "agents/agent_form.html"
+    template = "agents/agent_form.html#agent_form" if is_partial(request) else "agents/agent_form.html"
     return render(request, template, context)
 
 
@@ -172,7 +168,7 @@ def agent_delete(request: AuthedRequest, agent_id: int) -> HttpResponse:
             return _navigate(request, reverse("agents:list"))
     context = {"agent": agent, "evals": selectors.agent_eval_summary(agent=agent), "error": error}
     # htmx: the confirmation arrives as a dialog in the page's #dialog-slot.
-    if _is_partial(request):
+    if is_partial(request):
         return render(request, "agents/partials/agent_delete_dialog.html", context)
     return render(request, "agents/agent_delete.html", context)
 
@@ -203,7 +199,7 @@ def agent_versions(request: AuthedRequest, agent_id: int) -> HttpResponse:
         "b": b,
         "diff": version_diff(a, b) if a and b else None,
     }
-    template = "agents/agent_versions.html#compare" if _is_partial(request) else "agents/agent_versions.html"
+    template = "agents/agent_versions.html#compare" if is_partial(request) else "agents/agent_versions.html"
     return render(request, template, context)
 
 

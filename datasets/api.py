@@ -23,7 +23,7 @@ from agents.models import Agent
 from agents.selectors import agent_get_for_user
 from datasets import selectors, services
 from datasets.extraction.mapping import dataset_mapping_confirm, mapping_from_json
-from datasets.models import Dataset, TestCase
+from datasets.models import DEFAULT_PASS_THRESHOLD, Dataset, TestCase
 from evalsite.schemas import StrictSchema
 
 router = Router(tags=["datasets"])
@@ -95,7 +95,7 @@ class DatasetIn(StrictSchema):
     evaluation_criteria: str = ""
     judge_model: str = Field("", description="litellm model name; empty uses the console's judge model")
     judge_prompt: str = Field("", description="Replaces the default judge instructions")
-    pass_threshold: int = Field(7, ge=0, le=10)
+    pass_threshold: int = Field(DEFAULT_PASS_THRESHOLD, ge=0, le=10)
     number_of_requests: int = Field(1, ge=1, le=10, description="Repeats per case")
     jaccard_enabled: bool = True
     vector_enabled: bool = False

@@ -4,6 +4,9 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+# A case passes when the judge scores it at least this (0-10), unless its dataset says otherwise.
+DEFAULT_PASS_THRESHOLD = 7
+
 
 def _document_path(instance: "Document", filename: str) -> str:
     # Stored names are server-generated; the user's file name is kept only in original_name.
@@ -60,7 +63,7 @@ class Dataset(models.Model):
     evaluation_criteria = models.TextField(blank=True)
     judge_model = models.CharField(max_length=200, blank=True)
     judge_prompt = models.TextField(blank=True, help_text="Replaces the default judge instructions")
-    pass_threshold = models.PositiveSmallIntegerField(default=7)
+    pass_threshold = models.PositiveSmallIntegerField(default=DEFAULT_PASS_THRESHOLD)
     number_of_requests = models.PositiveSmallIntegerField(default=1)
     jaccard_enabled = models.BooleanField(default=True)
     vector_enabled = models.BooleanField(default=False)

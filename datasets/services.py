@@ -145,6 +145,16 @@ def dataset_delete(*, dataset: Dataset) -> None:
         transaction.on_commit(partial(stored_files_delete, file_names))
 
 
+def dataset_on_agent_delete(agent: Agent) -> None:
+    """The agent-delete hook (agents/hooks.py), registered in DatasetsConfig.ready(): refused
+    while a dataset of the agent is being extracted; the rows go with the agent (cascade),
+    the documents' files once they are gone for good."""
+    if Dataset.objects.filter(agent=agent, status=Dataset.Status.EXTRACTING).exists():
+        raise ValidationError("A dataset of this agent is still being extracted. Wait for it to finish, then delete.")
+    names = [name for name in Document.objects.filter(dataset__agent=agent).values_list("file", flat=True) if name]
+    transaction.on_commit(partial(stored_files_delete, names))
+
+
 # ---- test cases ----------------------------------------------------------------
 
 

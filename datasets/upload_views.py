@@ -34,7 +34,7 @@ from datasets.view_helpers import (
     get_dataset_for_user,
     install_upload_guard,
 )
-from evalsite.http import AuthedRequest
+from evalsite.http import AuthedRequest, is_partial
 
 
 def _get_document_for_user(
@@ -127,7 +127,7 @@ def dataset_status(request: AuthedRequest, agent_id: int, dataset_id: int) -> Ht
     response = render(request, "datasets/partials/dataset_status.html", {"agent": agent, "dataset": dataset})
     if dataset.is_settled:
         response.status_code = HTMX_STOP_POLLING
-        if request.htmx and not request.htmx.history_restore_request:
+        if is_partial(request):
             if dataset.status == Dataset.Status.REVIEW:
                 # The file is read: the user's next step is the mapping page.
                 response["HX-Redirect"] = reverse("datasets:mapping", args=[agent.pk, dataset.pk])
@@ -201,7 +201,7 @@ def document_preview(request: AuthedRequest, agent_id: int, dataset_id: int, doc
         "page_pieces": page_pieces,
         "is_source": bool(case and case.source_document_id == document.pk),
     }
-    if request.htmx and not request.htmx.history_restore_request:
+    if is_partial(request):
         return render(request, "datasets/partials/document_preview.html", context)
     return render(request, "datasets/document_preview.html", context)
 

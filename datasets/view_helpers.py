@@ -19,7 +19,7 @@ from agents.selectors import agent_get_for_user
 from datasets import selectors
 from datasets.models import TestCase
 from datasets.upload_forms import UploadSizeGuard
-from evalsite.http import AuthedRequest
+from evalsite.http import AuthedRequest, is_partial
 
 if TYPE_CHECKING:
     from datasets.selectors import DatasetWithCount
@@ -67,11 +67,6 @@ def install_upload_guard(request: AuthedRequest) -> UploadSizeGuard:
     guard = UploadSizeGuard(request)
     request.upload_handlers.insert(0, guard)
     return guard
-
-
-def is_partial(request: AuthedRequest) -> bool:
-    # A history restore needs the whole page, not the fragment.
-    return bool(request.htmx) and not request.htmx.history_restore_request
 
 
 def upload_guard(request: AuthedRequest) -> UploadSizeGuard | None:

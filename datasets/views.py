@@ -27,6 +27,7 @@ from django_htmx.http import (
     trigger_client_event,
 )
 
+from agents import selectors as agent_selectors
 from agents.models import Agent
 from datasets import selectors, services
 from datasets.coverage import rule_chips_attach
@@ -40,13 +41,11 @@ from datasets.view_helpers import (
     get_agent_for_user,
     get_case_for_user,
     get_dataset_for_user,
-    is_partial,
     toast,
     upload_data,
     upload_guard,
 )
-from evalsite.http import AuthedRequest
-from runs import selectors as run_selectors
+from evalsite.http import AuthedRequest, is_partial
 
 if TYPE_CHECKING:
     from datasets.selectors import DatasetWithCount
@@ -222,7 +221,7 @@ def _case_list_context(
 ) -> dict[str, Any]:
     rule_chips_attach(dataset=dataset, version=agent.current_version, page=page)
     # run_blocker too: an htmx refresh of the list re-renders the Run button out of band.
-    run_blocker = selectors.dataset_run_blocker(dataset=dataset, case_count=total) or run_selectors.agent_run_blocker(
+    run_blocker = selectors.dataset_run_blocker(dataset=dataset, case_count=total) or agent_selectors.agent_run_blocker(
         agent=agent
     )
     return {

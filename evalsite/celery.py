@@ -1,9 +1,13 @@
+import gc
+import logging
 import os
 
 from celery import Celery
 from celery.signals import task_postrun, task_prerun, worker_init, worker_shutdown
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
+
+logger = logging.getLogger(__name__)
 
 app = Celery("evalsite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -39,3 +43,26 @@ def _heartbeat_stop(**kwargs: object) -> None:
     from evalsite import workers
 
     workers.worker_stop()
+
+
+@worker_init.connect
+def _preload_litellm(**kwargs: object) -> None:
+    """Import litellm once in the worker's main process, before the pool forks.
+
+    The import takes seconds of CPU, and litellm's first completion imports more; done
+    lazily, every pool child pays that on its first case at the same moment and a run's
+    first window stalls. A mocked completion (no network) loads those modules too. The
+    services the tasks import lazily (the engine, adapters, scorers) are loaded here too.
+    """
+    import datasets.services  # noqa: F401
+    import runs.services  # noqa: F401
+    import suggestions.services  # noqa: F401
+    from evalsite import llm
+
+    try:
+        llm.warm_up()
+    except Exception:  # a warm-up must never stop the worker from starting
+        logger.warning("litellm warm-up failed; the first cases will start slower", exc_info=True)
+    # Everything loaded so far lives as long as the worker: keep the garbage collector off
+    # it, so pool children don't copy those pages on their first collection.
+    gc.freeze()

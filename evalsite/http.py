@@ -18,3 +18,9 @@ class ApiRequest(HttpRequest):
 
     user: User
     auth: ApiToken
+
+
+def is_partial(request: AuthedRequest) -> bool:
+    """Answer with the fragment, not the page: an htmx request, except a history restore
+    (htmx asks for the whole page when its history cache misses)."""
+    return bool(request.htmx) and not request.htmx.history_restore_request

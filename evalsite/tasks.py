@@ -1,7 +1,18 @@
 from celery import Task, shared_task
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 
 HEALTH_KEY_PREFIX = "evalsite:health:"
+
+# The options of a task that retries database errors (a restarting database, a dropped
+# connection) with backoff: `@shared_task(**DATABASE_RETRY)`. Only for idempotent tasks.
+DATABASE_RETRY = {
+    "autoretry_for": (OperationalError, InterfaceError),
+    "retry_backoff": 2,
+    "retry_backoff_max": 60,
+    "retry_jitter": True,
+    "max_retries": 10,
+}
 
 
 @shared_task(bind=True)

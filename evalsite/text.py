@@ -90,3 +90,9 @@ def contains_nul(value: object) -> bool:
     if isinstance(value, list):
         return any(contains_nul(item) for item in value)
     return False
+
+
+def cut(text: str, limit: int) -> str:
+    """`text` stripped, and cut to at most `limit` characters with an ellipsis when longer."""
+    text = (text or "").strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

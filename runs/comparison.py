@@ -325,7 +325,7 @@ def _differences(a: Run, b: Run, changed: int, only_a: int, only_b: int, shared:
     for key, label in JUDGE_SETTINGS:
         if (a.scoring.get(key) or "").strip() != (b.scoring.get(key) or "").strip():
             differences.append(f"{label}: changed between the runs.")
-    threshold_a, threshold_b = a.scoring.get("pass_threshold", 7), b.scoring.get("pass_threshold", 7)
+    threshold_a, threshold_b = a.pass_threshold, b.pass_threshold
     if threshold_a != threshold_b:
         differences.append(f"Pass threshold: {threshold_a}/10 in run #{a.pk}, {threshold_b}/10 in run #{b.pk}.")
     repeats_a, repeats_b = a.scoring.get("number_of_requests") or 1, b.scoring.get("number_of_requests") or 1

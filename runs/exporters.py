@@ -282,7 +282,7 @@ def _summary_rows(run: Run, site_url: str | None = None) -> list[tuple[str, Any]
         ("Status", run.get_status_display()),
         ("Error", run.error),
         ("Scorer", run.get_scorer_display() + (f" ({run.judge_model})" if run.judge_model else "")),
-        ("Pass threshold", run.scoring.get("pass_threshold", 7)),
+        ("Pass threshold", run.pass_threshold),
         ("Results scored (cases as written, every repeat)", run.passed + run.failed + run.errored),
         ("Passed", run.passed),
         ("Failed", run.failed),
@@ -432,7 +432,7 @@ def _styled(
 def run_report_context(run: Run, *, site_url: str | None = None) -> dict[str, Any]:
     outcomes = selectors.case_outcome_list(run=run, with_tags=True)
     cards = selectors.case_card_list(run=run, outcomes=outcomes)
-    threshold = run.scoring.get("pass_threshold", 7)
+    threshold = run.pass_threshold
     counts = selectors.case_filter_counts(outcomes)
     # The headline counts requests, as the run page, the CI gate and the other exports do;
     # the per-case figures are shown beside them (run_counts explains both).

@@ -2,6 +2,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from datasets.models import DEFAULT_PASS_THRESHOLD
+
 
 class Run(models.Model):
     class Status(models.TextChoices):
@@ -105,6 +107,11 @@ class Run(models.Model):
             and self.status != self.Status.FAILED
             and (self.summary_note == self.SUMMARY_PENDING_NOTE or not (self.summary or self.summary_note))
         )
+
+    @property
+    def pass_threshold(self) -> int:
+        """The judge's score a case needed to pass, as the run's scoring snapshot says."""
+        return self.scoring.get("pass_threshold", DEFAULT_PASS_THRESHOLD)
 
     @property
     def pass_rate(self) -> float | None:

@@ -4,7 +4,7 @@ run page and the CI gate, so none of them can disagree about a fix or a regressi
 
 - **A case's outcome** is `runs.selectors.case_outcome_list` (one SQL query per run): a
   case passes only when every repeat passed, else the worst finished status wins (error
-  over fail); smoke variants are left out. `scored_outcomes` is the same thing keyed by
+  over fail); smoke variants are left out. `runs.selectors.case_outcomes` is the same thing keyed by
   position, for callers that only need the scored cases.
 - **Matching** goes from the most to the least specific key: the dataset case the
   snapshot came from, then the stable case id, then the question, then (for what is left
@@ -118,11 +118,6 @@ def case_change(a: CaseOutcome | None, b: CaseOutcome | None) -> str:
     if a.score is not None and b.score is not None and a.score != b.score:
         return CHANGE_BETTER if b.score > a.score else CHANGE_WORSE
     return CHANGE_SAME
-
-
-def scored_outcomes(*, run: Run) -> dict[int, str]:
-    """{position: "pass" | "fail" | "error"} for the run's scored cases (same rule as the pages)."""
-    return {o.position: o.status for o in case_outcome_list(run=run) if o.status in SCORED}
 
 
 def pairing_test(

@@ -13,12 +13,12 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from datasets.models import DEFAULT_PASS_THRESHOLD
 from evalsite import llm
 from evalsite.text import jaccard, key_points, point_covered, tokens
 
 # Verdict bands, from the top: a score at or above the bound gets the label.
 BANDS = ((9, "Comprehensive"), (7, "Correct"), (4, "Partially correct"), (0, "Incorrect"))
-DEFAULT_THRESHOLD = 7
 # Scorer rows that fail a case on their own, whatever the judge's score.
 GATING_SCORERS = ("trajectory",)
 # The judge reads at most this much document text (about 1,000 tokens, so a judge with a small
@@ -130,7 +130,7 @@ def score_case(
     """Judge the answer and run the deterministic scorers. Raises JudgeError when the judge fails."""
     rows, tokens_used, cost = scorer_rows(evaluation, scoring, trace)
     judgment = offline_judgment(evaluation) if offline else judge(evaluation, scoring, trace)
-    threshold = scoring.get("pass_threshold", DEFAULT_THRESHOLD)
+    threshold = scoring.get("pass_threshold", DEFAULT_PASS_THRESHOLD)
     passed = judgment.score >= threshold
     reasoning = judgment.reasoning
     trajectory = next((row for row in rows if row.name in GATING_SCORERS), None)

@@ -20,11 +20,11 @@ from django.db import connections
 from django.db.models import Case, Count, F, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
 from django.shortcuts import get_object_or_404
 
-from agents.models import Agent, AgentVersion
+from agents.models import Agent
 from runs.models import DatasetBaseline, Result, Run, RunCase
 
 # Case-level statuses. A case passes only when every repeat passed; otherwise the worst
-# finished status wins (error over fail), as in suggestions.services.case_outcomes.
+# finished status wins (error over fail), as in case_outcomes.
 CASE_PASS, CASE_FAIL, CASE_ERROR = "pass", "fail", "error"
 CASE_SKIPPED = "skipped"  # no repeat ran (the run was stopped or failed first)
 CASE_PENDING = "pending"  # something of the case is still to run
@@ -109,27 +109,6 @@ def run_compare_default(*, run: Run) -> Run | None:
     """The run to compare this one with: the latest earlier run of its dataset, else the newest later one."""
     earlier_first = Case(When(created_at__lt=run.created_at, then=Value(0)), default=Value(1))
     return run_compare_candidates(run=run).order_by(earlier_first, "-created_at", "-id").first()
-
-
-def agent_run_blocker(*, agent: Agent) -> str:
-    """Why no run of this agent can start (an llm agent without a model, an http agent
-    without a URL...), or "" when it can. The adapter's own check, so the button, the
-    API and the run agree with what would fail the run on its first case."""
-    version = agent.current_version
-    if version is None:
-        return "This agent has no configuration version yet."
-    version.agent = agent  # the adapter reads the kind from it: not a second query for the agent
-    return version_run_blocker(version=version)
-
-
-def version_run_blocker(*, version: AgentVersion) -> str:
-    from agents.adapters import AgentConfigError, adapter_for
-
-    try:
-        adapter_for(version).check()
-    except AgentConfigError as error:
-        return error.message
-    return ""
 
 
 def run_reexecutions(*, run: Run) -> int:
@@ -292,6 +271,14 @@ def case_outcome_list(*, run: Run, with_tags: bool = False) -> list[CaseOutcome]
             pk: list(data.get("tags") or []) for pk, data in RunCase.objects.filter(run=run).values_list("id", "data")
         }
     return [_outcome(row, tags.get(row[0])) for row in rows]
+
+
+def case_outcomes(*, run: Run) -> dict[int, str]:
+    """{position: "pass" | "fail" | "error"} for the run's scored cases: `case_outcome_list`'s rule
+    (pass only when every repeat passed, else the worst; smoke variants left out), keyed by
+    position. The one rule for the run page, the compare page, Verify and suggestions."""
+    scored = (CASE_PASS, CASE_FAIL, CASE_ERROR)
+    return {outcome.position: outcome.status for outcome in case_outcome_list(run=run) if outcome.status in scored}
 
 
 def _outcome(row: tuple[Any, ...], tags: list[str] | None) -> CaseOutcome:

@@ -23,18 +23,20 @@ from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect, push
 from agents.models import Agent
 from agents.selectors import agent_get_for_user
 from datasets.models import Dataset, Document
-from evalsite.http import AuthedRequest
+from evalsite.http import AuthedRequest, is_partial
 from evalsite.links import site_url
 from runs import charts, comparison, engine, exporters, selectors, services
 from runs.baseline import baseline_box_get
 from runs.forms import CompareForm, MatrixForm, RerunForm, ResultViewForm
 from runs.matrix import run_matrix
 from runs.models import Run
-from suggestions.selectors import PanelState, suggestion_panel_get
 
 RUNS_PER_PAGE = 30
 # The list poll refreshes at most this many cards (the active ones the page shows).
 POLL_MAX_RUNS = 100
+# The state the suggestions panel reports (its hidden input "panel") while it waits for the
+# run to end: suggestions.selectors.PanelState.ACTIVE.
+SUGGESTIONS_WAITING = "active"
 
 
 def _get_agent_for_user(request: AuthedRequest, agent_id: int) -> Agent:
@@ -48,10 +50,6 @@ def _get_run_for_user(request: AuthedRequest, agent_id: int, run_id: int) -> tup
 
 def _navigate(request: AuthedRequest, url: str) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
-
-
-def _is_partial(request: AuthedRequest) -> bool:
-    return bool(request.htmx) and not request.htmx.history_restore_request
 
 
 def _error(request: AuthedRequest, error: ValidationError, fallback: str) -> HttpResponse:
@@ -157,7 +155,7 @@ def run_list(request: AuthedRequest, agent_id: int) -> HttpResponse:
         "poll_url": _list_poll_url(agent, runs, query, newest=page == 1),
         "now": timezone.now(),
     }
-    template = "runs/run_list.html#cards" if _is_partial(request) else "runs/run_list.html"
+    template = "runs/run_list.html#cards" if is_partial(request) else "runs/run_list.html"
     return render(request, template, context)
 
 
@@ -208,7 +206,7 @@ def run_detail(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespon
     agent = _get_agent_for_user(request, agent_id)
     run = selectors.run_get(agent=agent, run_id=run_id, with_baseline=True)
     view = ResultViewForm(request.GET).view()
-    if _is_partial(request):
+    if is_partial(request):
         return _live(request, agent, run, view)
     outcomes = selectors.case_outcome_list(run=run, with_tags=True)
     context = {
@@ -249,10 +247,11 @@ def _live(request: AuthedRequest, agent: Agent, run: Run, view: dict[str, Any]) 
     }
     if settled or (fresh and not run.is_active):
         context.update(_charts_context(run, selectors.case_outcome_list(run=run, with_tags=True)))
-    if not run.is_active and request.GET.get("panel") == PanelState.ACTIVE:
+    if not run.is_active and request.GET.get("panel") == SUGGESTIONS_WAITING:
         # The page still shows "suggestions come when the run finishes": this response, which
-        # is the first to show the run ended, brings the panel (the panel polls itself after).
-        context.update(panel=suggestion_panel_get(agent=agent, run=run), panel_oob=True)
+        # is the first to show the run ended, brings the panel (the panel polls itself after;
+        # its template loads its own data, so runs/ imports nothing of suggestions).
+        context["panel_oob"] = True
     return render(request, "runs/partials/run_live.html", context, status=HTMX_STOP_POLLING if settled else 200)
 
 
@@ -261,7 +260,7 @@ def _live(request: AuthedRequest, agent: Agent, run: Run, view: dict[str, Any]) 
 def run_results(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
     """The result list for another filter or order (htmx), or the next page of cards."""
     agent, run = _get_run_for_user(request, agent_id, run_id)
-    if not _is_partial(request):
+    if not is_partial(request):
         query = request.GET.urlencode()
         return redirect(reverse("runs:detail", args=[agent.pk, run.pk]) + (f"?{query}" if query else "") + "#results")
     view = ResultViewForm(request.GET).view()
@@ -315,16 +314,14 @@ def _summary_context(run: Run, outcomes: list) -> dict[str, Any]:
     return {
         "duration": selectors.run_duration_seconds(run, now=timezone.now()),
         "repeats": repeats,
-        "threshold": run.scoring.get("pass_threshold", 7),
         # With repeats, the per-case figures are shown beside the per-request counts.
         "figures": selectors.run_counts(run=run, outcomes=outcomes) if repeats > 1 else None,
     }
 
 
 def _charts_context(run: Run, outcomes: list) -> dict[str, Any]:
-    threshold = run.scoring.get("pass_threshold", 7)
     return {
-        "histogram": charts.score_histogram(selectors.run_scores(run=run), threshold=threshold),
+        "histogram": charts.score_histogram(selectors.run_scores(run=run), threshold=run.pass_threshold),
         "tag_chart": charts.tag_pass_rates(outcomes),
         "charts_ready": True,
     }
@@ -357,7 +354,7 @@ def run_compare(request: AuthedRequest, agent_id: int) -> HttpResponse:
         "selected_b": _selected(form, "b"),
         "selected_runs": request.GET.getlist("runs"),
     }
-    template = "runs/run_compare.html#body" if _is_partial(request) else "runs/run_compare.html"
+    template = "runs/run_compare.html#body" if is_partial(request) else "runs/run_compare.html"
     return render(request, template, context)
 
 

@@ -1,26 +1,53 @@
-"""Reads for the run page's "Suggested changes" panel: its state, applied versions and verifications."""
+"""Reads for the run page's "Suggested changes" panel: its state, applied versions and
+verifications; and the rules the services, the panel and the dialog share (which runs need
+suggestions, a lost job, which agents can take a new version)."""
 
 from __future__ import annotations
 
 import copy
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from django.db.models import QuerySet
 from django.urls import reverse
+from django.utils import timezone
 
 from agents.diff import FieldDiff, version_diff
 from agents.models import Agent, AgentVersion
 from runs.judging import judges_differ
 from runs.models import Result, Run
 from runs.pairing import CHANGE_FIX, CHANGE_REGRESSION, SCORED, pairing_test, run_pairing
-from runs.selectors import CASE_PASS
+from runs.selectors import CASE_PASS, case_outcomes
 from runs.stats import PairedTest
 from suggestions.models import Suggestion, SuggestionGeneration
-from suggestions.services import case_outcomes, generation_is_stale, run_needs_suggestions
 
 # Verify runs shown on a run's panel, newest first; older ones stay in the run history.
 VERIFICATIONS_SHOWN = 3
+# A completed run whose average is below this needs suggestions even when every case passed.
+PASSING_AVERAGE = 7.0
+# A job queued or running this long was lost (its task outlives the hard time limit, 960 s):
+# the page offers to try again instead of showing "generating" forever.
+GENERATION_STALE_AFTER = timedelta(minutes=20)
+
+
+def run_needs_suggestions(run: Run) -> bool:
+    if run.status != Run.Status.COMPLETED:
+        return False
+    weak_average = run.average_score is not None and run.average_score < PASSING_AVERAGE
+    return run.failed + run.errored > 0 or weak_average
+
+
+def generation_is_stale(generation: SuggestionGeneration) -> bool:
+    return generation.is_active and generation.queued_at < timezone.now() - GENERATION_STALE_AFTER
+
+
+def suggestion_apply_blocker(*, agent: Agent) -> str:
+    """Why suggestions cannot become a new version of this agent, or "" when they can: the one
+    rule behind the service's refusal, the dialog's and the panel's disabled Apply."""
+    if agent.kind == Agent.Kind.HTTP:
+        return "HTTP agents are configured elsewhere: download the change request instead."
+    return ""
 
 
 class PanelState:
@@ -127,6 +154,10 @@ class SuggestionPanel:
     @property
     def is_http(self) -> bool:
         return self.agent.kind == Agent.Kind.HTTP
+
+    @property
+    def apply_blocker(self) -> str:
+        return suggestion_apply_blocker(agent=self.agent)
 
     @property
     def total_cases(self) -> int:

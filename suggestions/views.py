@@ -19,9 +19,10 @@ from agents.models import Agent, AgentVersion
 from agents.selectors import agent_get_for_user
 from agents.services import KIND_FIELDS
 from evalsite import llm
-from evalsite.http import AuthedRequest
+from evalsite.http import AuthedRequest, is_partial
 from runs.models import Run
 from runs.selectors import run_get
+from runs.services import run_verify_start
 from suggestions import selectors, services
 from suggestions.forms import ApplyConfirmForm, ApplyDiffForm, VerifyForm, edit_formset
 from suggestions.models import Suggestion
@@ -32,11 +33,6 @@ DIALOG_CONTENT_ID = "apply-dialog-content"
 def _get_run_for_user(request: AuthedRequest, agent_id: int, run_id: int) -> tuple[Agent, Run]:
     agent = agent_get_for_user(user=request.user, agent_id=agent_id)
     return agent, run_get(agent=agent, run_id=run_id)
-
-
-def _is_partial(request: AuthedRequest) -> bool:
-    # A history restore needs the whole page, not the fragment.
-    return bool(request.htmx) and not request.htmx.history_restore_request
 
 
 def _run_url(agent: Agent, run: Run) -> str:
@@ -53,7 +49,7 @@ def _panel_response(
     """The panel alone for htmx (286 once nothing is left to poll for), else its own page."""
     panel = selectors.suggestion_panel_get(agent=agent, run=run)
     context = {"agent": agent, "run": run, "panel": panel}
-    if not _is_partial(request):
+    if not is_partial(request):
         return render(request, "suggestions/panel_page.html", context)
     status = 200 if panel.polling else HTMX_STOP_POLLING
     response = render(request, "suggestions/partials/panel.html#live", context, status=status)
@@ -99,7 +95,7 @@ def _dialog_response(request: AuthedRequest, template: str, context: dict[str, A
     """One step, three callers: the whole dialog (htmx GET from the panel), the step alone
     (htmx posts and Back, swapped into the open dialog) and a plain page (no JavaScript)."""
     context = {**context, "step_template": template}
-    if not _is_partial(request):
+    if not is_partial(request):
         return render(request, "suggestions/apply_page.html", context)
     if request.method == "POST" or request.htmx.target == DIALOG_CONTENT_ID:
         return render(request, template, context)
@@ -131,8 +127,8 @@ def apply(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
     error = ""
     if request.method == "POST" and formset.is_valid():
         try:
-            if agent.kind == Agent.Kind.HTTP:
-                raise ValidationError("HTTP agents are configured elsewhere: download the change request instead.")
+            if blocker := selectors.suggestion_apply_blocker(agent=agent):
+                raise ValidationError(blocker)
             chosen = services.suggestion_edits_validate(run=run, edits=formset.edits())
             base = agent.current_version
             preview = services.suggestion_rewrite_preview(run=run, suggestions=chosen)
@@ -293,7 +289,7 @@ def verify(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
         errors = [str(error) for field_errors in form.errors.values() for error in field_errors]
         return _after_post(request, agent, run, " ".join(errors), "error")
     try:
-        child = services.run_verify(
+        child = run_verify_start(
             parent=run,
             user=request.user,
             version=form.cleaned_data["version"],

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 500
 # Over the limit when this test was written, each being split on its own branch (issue 17).
 # The list only ever shrinks: empty it as they land.
-KNOWN_OVER = {"suggestions/services.py"}
+KNOWN_OVER: set[str] = set()
 
 
 SKIPPED_DIRS = {"tests", "migrations", "node_modules", "__pycache__", "var", "static"}

@@ -1,4 +1,4 @@
-"""Run services: start (snapshot + first window), execute one case, stop, fail, finish, reap, re-run.
+"""Run services: start (snapshot + first window), execute one case, stop, fail, finish, reap, re-run, verify.
 
 How a run moves (docs/architecture.md, "The run window"):
 - run_start copies the dataset into RunCase rows and pre-creates one pending Result per
@@ -16,9 +16,9 @@ How a run moves (docs/architecture.md, "The run window"):
 
 from runs.services.baseline import dataset_baseline_pin, dataset_baseline_unpin
 from runs.services.execution import MAX_CASE_ATTEMPTS, run_execute_case
-from runs.services.lifecycle import run_fail, run_finish, run_stop
+from runs.services.lifecycle import run_fail, run_finish, run_on_agent_delete, run_stop
 from runs.services.reaper import run_reap
-from runs.services.start import AGENT_NOT_RUNNABLE, run_rerun, run_start
+from runs.services.start import AGENT_NOT_RUNNABLE, run_rerun, run_start, run_verify_start
 
 __all__ = [
     "AGENT_NOT_RUNNABLE",
@@ -28,8 +28,10 @@ __all__ = [
     "run_execute_case",
     "run_fail",
     "run_finish",
+    "run_on_agent_delete",
     "run_reap",
     "run_rerun",
     "run_start",
     "run_stop",
+    "run_verify_start",
 ]

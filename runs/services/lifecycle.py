@@ -1,4 +1,5 @@
-"""Ending runs: Stop, systemic failure, and the finish (final figures, then the summary)."""
+"""Ending runs: Stop, systemic failure, the finish (final figures, hooks, then the summary), and
+the runs of an agent being deleted."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from django.db import transaction
 from django.db.models import Avg, Count, F, Max, Min, Q, Sum
 from django.utils import timezone
 
+from agents.models import Agent
 from evalsite import llm
+from runs.hooks import run_finished_notify
 from runs.models import Result, Run
 from runs.services.dispatch import UNFINISHED, enqueue_finish, money
 from runs.services.stability import case_stability_refresh
@@ -51,8 +54,20 @@ def run_fail(*, run_id: int, message: str) -> None:
         enqueue_finish(run_id)
 
 
+def run_on_agent_delete(agent: Agent) -> None:
+    """The agent-delete hook (agents/hooks.py), registered in RunsConfig.ready(): refused while
+    a run of the agent is in progress; otherwise its runs go first (they protect the versions
+    they pinned)."""
+    if Run.objects.filter(agent=agent, status__in=Run.ACTIVE_STATUSES).exists():
+        raise ValidationError(
+            "An evaluation of this agent is running. Stop it or let it finish, then delete the agent."
+        )
+    Run.objects.filter(agent=agent).delete()
+
+
 def run_finish(*, run_id: int) -> None:
-    """Once nothing is left in flight: final figures from the results, Completed, then the summary.
+    """Once nothing is left in flight: final figures from the results, Completed, the
+    run-finished hooks (runs/hooks.py), then the summary.
 
     Idempotent: the last case, Stop and the reaper may all ask for it.
     """
@@ -69,10 +84,9 @@ def run_finish(*, run_id: int) -> None:
     Run.objects.filter(pk=run.pk).update(**figures)  # Stopped/Failed keep their status
     case_stability_refresh(dataset_id=run.dataset_id)  # the flaky marks on the dataset page
     run.refresh_from_db()
-    from suggestions.services import run_needs_suggestions, suggestion_generation_start
-
-    if run_needs_suggestions(run):
-        suggestion_generation_start(run=run)  # idempotent; queues the suggestion task on commit
+    # Before the summary, whose model call may take a while: the hooks only queue their work
+    # (suggestions register one in their AppConfig.ready(); runs/hooks.py says why).
+    run_finished_notify(run)
     _run_summarize(run)
 
 

@@ -1,7 +1,9 @@
-"""Starting runs: snapshot the dataset, pin the version, pre-create results, queue the first window."""
+"""Starting runs: snapshot the dataset, pin the version, pre-create results, queue the first window;
+re-runs of a run's failed cases, and the verify runs of a change."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from django.conf import settings
@@ -10,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
+from agents import selectors as agent_selectors
 from agents.models import Agent, AgentVersion
 from datasets.fields import CASE_FIELD_NAMES, SCORING_FIELDS
 from datasets.models import Dataset, TestCase
@@ -81,7 +84,7 @@ def run_rerun(
     cases = list(run.cases.filter(chosen).distinct().order_by("position"))
     if not cases:
         raise ValidationError("This run has no failed cases to re-run.")
-    if blocker := selectors.version_run_blocker(version=version or run.agent_version):
+    if blocker := agent_selectors.version_run_blocker(version=version or run.agent_version):
         raise ValidationError(blocker, code=AGENT_NOT_RUNNABLE)
     snapshots = [
         {
@@ -109,6 +112,42 @@ def run_rerun(
         )
 
 
+def run_verify_start(
+    *,
+    parent: Run,
+    user: User | None,
+    version: AgentVersion,
+    sample_passing: int | None = None,
+    request_key: str = "",
+) -> Run:
+    """Re-run the parent's case snapshot against `version` (a new run, purpose "verify").
+
+    All cases, or (cheaper) the cases that did not pass plus a random sample of
+    `sample_passing` passing ones, to catch regressions without paying for every case.
+    Suggestions' Verify calls it, to test the version made from them.
+    """
+    if parent.is_active:
+        raise ValidationError("Wait for the run to finish before verifying a change against it.")
+    if version.agent_id != parent.agent_id:
+        raise ValidationError("That version belongs to another agent.")
+    if sample_passing is None:
+        positions = sorted(parent.cases.values_list("position", flat=True))
+    else:
+        if sample_passing < 0:
+            raise ValidationError("The number of passing cases to sample cannot be negative.")
+        outcomes = selectors.case_outcomes(run=parent)
+        failing = [p for p, outcome in outcomes.items() if outcome != Result.Status.PASS]
+        passing = [p for p, outcome in outcomes.items() if outcome == Result.Status.PASS]
+        positions = sorted(failing + random.sample(passing, min(sample_passing, len(passing))))
+    if not positions:
+        raise ValidationError(
+            "There are no cases to verify: this run has no failing cases and no passing ones were sampled."
+        )
+    return run_rerun(
+        run=parent, user=user, request_key=request_key, version=version, purpose=Run.Purpose.VERIFY, positions=positions
+    )
+
+
 def _run_for_key(agent: Agent, request_key: str) -> Run | None:
     run = Run.objects.filter(agent=agent, request_key=request_key).first()
     if run is not None:
@@ -125,7 +164,7 @@ def _check_startable(agent: Agent, dataset: Dataset) -> None:
         raise ValidationError("This dataset failed to import, so it has no cases to run.")
     if not dataset.cases.exists():
         raise ValidationError("This dataset has no test cases yet. Add or generate some first.")
-    if blocker := selectors.agent_run_blocker(agent=agent):
+    if blocker := agent_selectors.agent_run_blocker(agent=agent):
         # The agent itself cannot answer (e.g. an llm agent with no model): refused here
         # rather than started and failed on its first case.
         raise ValidationError(blocker, code=AGENT_NOT_RUNNABLE)

@@ -12,7 +12,8 @@ register = template.Library()
 
 @register.simple_tag
 def run_request_key() -> str:
-    """A one-time key for a "Run" form: a double click or a replayed POST starts one run, not two."""
+    """A one-time key for a form that starts a run (Run, Re-run, Verify): a double click or a
+    replayed POST starts one run, not two."""
     return uuid.uuid4().hex
 
 

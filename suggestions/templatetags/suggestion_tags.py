@@ -1,5 +1,3 @@
-import uuid
-
 from django import template
 
 from agents.models import Agent
@@ -14,9 +12,3 @@ def suggestion_panel(agent: Agent, run: Run) -> SuggestionPanel:
     """`{% suggestion_panel agent run as panel %}`: lets the run page include the panel with
     nothing more than its agent and run in the context."""
     return suggestion_panel_get(agent=agent, run=run)
-
-
-@register.simple_tag
-def request_key() -> str:
-    """A one-time key for a form: posting it twice (a double click) starts one run, not two."""
-    return uuid.uuid4().hex

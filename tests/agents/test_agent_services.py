@@ -1,9 +1,10 @@
 import pytest
 from django.core.exceptions import ValidationError
+from django.core.files.base import ContentFile
 
 from agents import services
 from agents.models import Agent, AgentVersion
-from datasets.models import Dataset
+from datasets.models import Dataset, Document
 from runs.models import Run
 from tests.agents.conftest import SECRET
 from tests.factories import AgentFactory, DatasetFactory, TeamFactory, TestCaseFactory
@@ -199,3 +200,39 @@ def test_delete_is_refused_while_a_dataset_is_extracting(team):
 
     with pytest.raises(ValidationError, match="extracted"):
         services.agent_delete(agent=agent)
+
+
+def _document(dataset) -> Document:
+    document = Document(team=dataset.agent.team, dataset=dataset, original_name="policy.md", file_type="md")
+    document.file.save("policy.md", ContentFile(b"# Refunds"), save=True)
+    return document
+
+
+def test_delete_removes_the_documents_files_once_committed(
+    team, settings, tmp_path, django_capture_on_commit_callbacks
+):
+    settings.MEDIA_ROOT = tmp_path
+    agent = AgentFactory(team=team)
+    document = _document(DatasetFactory(agent=agent))
+    storage, name = document.file.storage, document.file.name
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        services.agent_delete(agent=agent)
+    assert storage.exists(name)  # not before the rows are gone for good
+    for callback in callbacks:
+        callback()
+
+    assert not storage.exists(name)
+
+
+def test_a_refused_delete_keeps_the_documents_files(team, settings, tmp_path, django_capture_on_commit_callbacks):
+    settings.MEDIA_ROOT = tmp_path
+    agent = AgentFactory(team=team)
+    document = _document(DatasetFactory(agent=agent))
+    Run.objects.create(agent=agent, agent_version=agent.current_version, dataset_name="d", status=Run.Status.RUNNING)
+
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(ValidationError, match="running"):
+        services.agent_delete(agent=agent)
+
+    assert document.file.storage.exists(document.file.name)
+    assert Document.objects.filter(pk=document.pk).exists()

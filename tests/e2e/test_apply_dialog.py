@@ -4,6 +4,7 @@ and see the new version and what changed."""
 import pytest
 from playwright.sync_api import expect
 
+from agents.models import Agent
 from runs.models import Result, Run, RunCase
 from suggestions.models import Suggestion
 from tests.e2e.conftest import DESKTOP, PHONE
@@ -92,3 +93,26 @@ def test_apply_dialog_from_choice_to_new_version(
     assert agent.current_version.knowledge.endswith("Edited in the dialog.")
     titles = set(Suggestion.objects.filter(state="applied").values_list("title", flat=True))
     assert titles == {"Publish the phone number", "Add to knowledge: SLA credit is 10%."}
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_http_agents_see_apply_disabled_and_write_a_change_request(
+    page, login, live_server, alice, run_with_suggestions, no_llm, viewport
+):
+    run = run_with_suggestions
+    Agent.objects.filter(pk=run.agent_id).update(kind=Agent.Kind.HTTP)
+    page.set_viewport_size(viewport)
+    login(page, alice, f"/agents/{run.agent_id}/runs/{run.pk}/")
+
+    panel = page.locator("#suggestions")
+    apply_button = panel.get_by_role("button", name="Apply to agent")
+    expect(apply_button).to_be_disabled()
+    expect(apply_button).to_have_attribute(
+        "title", "HTTP agents are configured elsewhere: download the change request instead."
+    )
+    expect(panel.locator("#apply-blocked-reason")).to_contain_text("HTTP agents are configured elsewhere")
+
+    panel.get_by_role("link", name="Write change request").click()
+    dialog = page.locator("dialog#apply-dialog")
+    expect(dialog.get_by_text("This agent is an HTTP endpoint.")).to_be_visible()
+    expect(dialog.get_by_role("button", name="Download change request")).to_be_visible()

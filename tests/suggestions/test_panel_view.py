@@ -231,3 +231,36 @@ def test_an_empty_model_result_can_be_tried_again(client_alice, failing_run, fak
     html = client_alice.get(_url(failing_run), headers=HTMX).content.decode()
 
     assert "The model found no change to suggest" in html and "Try again" in html
+
+
+@pytest.mark.django_db
+def test_http_agents_see_apply_disabled_with_the_reason_from_the_rule(client_alice, team, make_run):
+    from suggestions.selectors import suggestion_apply_blocker
+
+    agent = AgentFactory(team=team, kind=Agent.Kind.HTTP)
+    run = make_run([("fail", REFUND, "No.", 1)], agent=agent, average=1.0)
+    suggestion(run, 0)
+    reason = suggestion_apply_blocker(agent=agent)
+
+    html = client_alice.get(_url(run), headers=HTMX).content.decode()
+
+    assert reason == "HTTP agents are configured elsewhere: download the change request instead."
+    assert (
+        f'<button class="btn" type="button" disabled title="{reason}" aria-describedby="apply-blocked-reason">'
+        "Apply to agent</button>"
+    ) in html
+    assert 'id="apply-blocked-reason"' in html and reason in html
+    # The change request stays one click away: the same dialog, in its HTTP mode.
+    assert f'hx-get="{reverse("suggestions:apply", args=[agent.pk, run.pk])}"' in html
+    assert "Write change request</a>" in html
+
+
+@pytest.mark.django_db
+def test_agents_evalsite_configures_get_an_enabled_apply(client_alice, failing_run):
+    suggestion(failing_run, 0)
+
+    html = client_alice.get(_url(failing_run), headers=HTMX).content.decode()
+
+    assert 'aria-describedby="apply-blocked-reason"' not in html
+    assert "Apply to agent</a>" in html
+    assert 'id="apply-blocked-reason"' not in html

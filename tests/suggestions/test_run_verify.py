@@ -1,11 +1,12 @@
-"""run_verify (a child run of the same snapshot on a new version) and the comparison the panel shows."""
+"""run_verify_start (a child run of the same snapshot on a new version) and the comparison the panel shows."""
 
 import pytest
 from django.core.exceptions import ValidationError
 
 from runs.models import Result, Run
+from runs.services import run_verify_start
 from suggestions.selectors import verify_comparison_get
-from suggestions.services import run_verify, suggestion_apply
+from suggestions.services import suggestion_apply
 from tests.factories import AgentFactory
 from tests.suggestions.conftest import REFUND, suggestion
 
@@ -29,7 +30,7 @@ def _finish(run, statuses, scores):
 
 @pytest.mark.django_db
 def test_verify_copies_every_case_and_links_to_the_parent(alice, failing_run, version_two):
-    child = run_verify(parent=failing_run, user=alice, version=version_two)
+    child = run_verify_start(parent=failing_run, user=alice, version=version_two)
 
     assert child.parent == failing_run and child.purpose == Run.Purpose.VERIFY
     assert child.agent_version == version_two
@@ -40,7 +41,7 @@ def test_verify_copies_every_case_and_links_to_the_parent(alice, failing_run, ve
 def test_the_cheap_verify_with_no_sample_takes_only_the_failing_cases_and_compares_them(
     alice, failing_run, version_two
 ):
-    child = run_verify(parent=failing_run, user=alice, version=version_two, sample_passing=0)
+    child = run_verify_start(parent=failing_run, user=alice, version=version_two, sample_passing=0)
 
     assert list(child.cases.values_list("question", flat=True)) == ["Question 1?", "Question 3?"]
     _finish(child, ["pass", "fail"], [9, 3])
@@ -56,7 +57,7 @@ def test_the_cheap_verify_with_no_sample_takes_only_the_failing_cases_and_compar
 
 @pytest.mark.django_db
 def test_a_regression_is_a_case_that_passed_before_and_fails_now(alice, failing_run, version_two):
-    child = run_verify(parent=failing_run, user=alice, version=version_two)
+    child = run_verify_start(parent=failing_run, user=alice, version=version_two)
     _finish(child, ["fail", "pass", "pass", "pass"], [2, 9, 9, 8])
 
     comparison = verify_comparison_get(parent=failing_run, run=child)
@@ -70,7 +71,7 @@ def test_a_regression_is_a_case_that_passed_before_and_fails_now(alice, failing_
 def test_identical_cases_pair_up_in_order(alice, make_run, agent):
     parent = make_run([("pass", REFUND, REFUND, 9), ("fail", REFUND, "No.", 1), ("fail", REFUND, "No.", 2)], average=4)
     parent.cases.update(question="Same?")  # three indistinguishable snapshots
-    child = run_verify(parent=parent, user=alice, version=agent.current_version)
+    child = run_verify_start(parent=parent, user=alice, version=agent.current_version)
 
     _finish(child, ["pass", "pass", "fail"], [9, 9, 2])
 
@@ -88,7 +89,7 @@ def test_cases_are_matched_by_their_source_case_first(alice, make_run, agent):
     for case in parent.cases.all():  # same text, but two different dataset cases
         case.question, case.source_case = "Same?", TestCaseFactory(dataset=dataset)
         case.save()
-    child = run_verify(parent=parent, user=alice, version=agent.current_version, sample_passing=0)
+    child = run_verify_start(parent=parent, user=alice, version=agent.current_version, sample_passing=0)
 
     _finish(child, ["pass"], [9])
 
@@ -98,7 +99,7 @@ def test_cases_are_matched_by_their_source_case_first(alice, make_run, agent):
 
 @pytest.mark.django_db
 def test_a_running_verify_compares_only_what_has_finished(alice, failing_run, version_two):
-    child = run_verify(parent=failing_run, user=alice, version=version_two)
+    child = run_verify_start(parent=failing_run, user=alice, version=version_two)
     first = Result.objects.filter(run=child).order_by("case__position").first()
     Result.objects.filter(pk=first.pk).update(status=Result.Status.PASS, score=9)
 
@@ -112,7 +113,7 @@ def test_nothing_to_verify_is_refused(alice, make_run, agent):
     clean = make_run([("pass", REFUND, REFUND, 9)], average=9)
 
     with pytest.raises(ValidationError, match="no cases to verify"):
-        run_verify(parent=clean, user=alice, version=agent.current_version, sample_passing=0)
+        run_verify_start(parent=clean, user=alice, version=agent.current_version, sample_passing=0)
 
 
 @pytest.mark.django_db
@@ -120,10 +121,10 @@ def test_a_version_of_another_agent_is_refused(alice, team, failing_run):
     other = AgentFactory(team=team)
 
     with pytest.raises(ValidationError, match="another agent"):
-        run_verify(parent=failing_run, user=alice, version=other.current_version)
+        run_verify_start(parent=failing_run, user=alice, version=other.current_version)
 
 
 @pytest.mark.django_db
 def test_a_negative_sample_is_refused(alice, failing_run, version_two):
     with pytest.raises(ValidationError, match="negative"):
-        run_verify(parent=failing_run, user=alice, version=version_two, sample_passing=-1)
+        run_verify_start(parent=failing_run, user=alice, version=version_two, sample_passing=-1)

@@ -18,8 +18,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from agents.management.lookup import agent_from_argument
 from datasets.extraction.file_import import BadMapping, FileImport, ImportRefused, dataset_file_import
-from runs.management.commands.evalrun import _agent
 
 EXIT_OK, EXIT_REFUSED, EXIT_BAD_ARGUMENTS = 0, 1, 2
 
@@ -45,7 +45,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.as_json = options["json"]
-        agent = _agent(options["agent"])
+        agent = agent_from_argument(options["agent"])
         path = Path(options["file"])
         if not path.is_file():
             raise CommandError(f"No file “{path}”.", returncode=EXIT_BAD_ARGUMENTS)

@@ -29,6 +29,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from agents.management.lookup import agent_from_argument
 from agents.models import Agent
 from datasets.models import Dataset
 from runs import exporters, selectors, services
@@ -93,7 +94,7 @@ class Command(BaseCommand):
             raise CommandError(f"--alpha must be between 0 and 1 (e.g. 0.05), not {options['alpha']:g}.", returncode=2)
         if options["fail_on"] and not options["baseline"]:
             raise CommandError("--fail-on regression needs a --baseline to compare with.", returncode=2)
-        agent = _agent(options["agent"])
+        agent = agent_from_argument(options["agent"])
         dataset = _dataset(agent, options["dataset"])
         self.baseline = _baseline(dataset, options["baseline"]) if options["baseline"] else None
         if threshold is None and self.baseline is None:
@@ -219,17 +220,6 @@ def argparse_hidden() -> str:
     import argparse
 
     return argparse.SUPPRESS
-
-
-def _agent(value: str) -> Agent:
-    agents = Agent.objects.filter(pk=int(value)) if value.isdigit() else Agent.objects.filter(name=value)
-    found = list(agents.select_related("team")[:5])
-    if not found:
-        raise CommandError(f"No agent “{value}”. Give its id or exact name.", returncode=2)
-    if len(found) > 1:
-        listed = ", ".join(f"{agent.pk} ({agent.team.name})" for agent in found)
-        raise CommandError(f"Several agents are called “{value}”: use the id, one of {listed}.", returncode=2)
-    return found[0]
 
 
 def _baseline(dataset: Dataset, value: str) -> Run:

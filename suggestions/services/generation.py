@@ -1,9 +1,6 @@
-"""Suggested changes: learn from a run's weak results, then apply chosen ones to the agent."""
+"""Suggestion generation: learn from a completed run's weak results (with the model, or offline)."""
 
 import logging
-import random
-from dataclasses import dataclass
-from datetime import timedelta
 
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
@@ -11,23 +8,17 @@ from django.db import DatabaseError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from agents.models import Agent, AgentVersion
 from evalsite import llm
-from evalsite.text import content_tokens, is_refusal, key_points, point_covered
+from evalsite.text import content_tokens, cut, is_refusal, key_points, point_covered
 from runs.models import Result, Run, RunCase
-from runs.pairing import scored_outcomes
 from suggestions.models import Suggestion, SuggestionGeneration
+from suggestions.selectors import generation_is_stale, run_needs_suggestions
 
 logger = logging.getLogger(__name__)
 
 MAX_SUGGESTIONS = 10
 # Weak results shown to the model; more adds cost without adding new lessons.
 MAX_RESULTS_IN_PROMPT = 25
-PASSING_AVERAGE = 7.0
-EDITABLE_FIELDS = ("instructions", "skills", "knowledge", "guardrails")
-# A job queued or running this long was lost (its task outlives the hard time limit, 960 s):
-# the page offers to try again instead of showing "generating" forever.
-GENERATION_STALE_AFTER = timedelta(minutes=20)
 # A job whose worker died this many times (OOM, kill -9) fails instead of being redelivered forever.
 GENERATION_MAX_ATTEMPTS = 3
 GENERATION_INTERNAL_ERROR = "An internal error stopped the suggestions. The details are in the worker log."
@@ -52,36 +43,13 @@ SUGGESTIONS_SCHEMA = {
         }
     },
 }
-REWRITE_SCHEMA = {
-    "type": "object",
-    "required": ["text"],
-    "properties": {"text": {"type": "string", "minLength": 1}},
-    "additionalProperties": False,
-}
-# A rewrite keeping less than this share of a field's text removed most of it: refused, not reviewed.
-REWRITE_MIN_KEPT = 0.5
-REWRITE_GUARD_FROM_CHARS = 80
 
 
-@dataclass
-class SuggestionEdit:
-    """A suggestion as the user left it in the Apply dialog."""
-
-    id: int
-    title: str
-    category: str
-    description: str
-
-
-def run_needs_suggestions(run: Run) -> bool:
-    if run.status != Run.Status.COMPLETED:
-        return False
-    weak_average = run.average_score is not None and run.average_score < PASSING_AVERAGE
-    return run.failed + run.errored > 0 or weak_average
-
-
-def generation_is_stale(generation: SuggestionGeneration) -> bool:
-    return generation.is_active and generation.queued_at < timezone.now() - GENERATION_STALE_AFTER
+def suggestion_generation_on_run_finished(run: Run) -> None:
+    """The run-finished hook (runs/hooks.py), registered in SuggestionsConfig.ready(): queue the
+    suggestion job of a run that needs one. Idempotent, as a hook must be."""
+    if run_needs_suggestions(run):
+        suggestion_generation_start(run=run)  # queues the suggestion task on commit
 
 
 def suggestion_generation_start(*, run: Run, user: User | None = None) -> SuggestionGeneration:
@@ -166,9 +134,9 @@ def suggestion_generate(*, run_id: int) -> list[Suggestion]:
             suggestion = Suggestion.objects.create(
                 run=run,
                 position=position,
-                title=_cut(proposal["title"], Suggestion.TITLE_MAX),
+                title=cut(proposal["title"], Suggestion.TITLE_MAX),
                 category=_category(proposal["category"]),
-                description=_cut(proposal["description"], Suggestion.DESCRIPTION_MAX),
+                description=cut(proposal["description"], Suggestion.DESCRIPTION_MAX),
                 proposed_text=proposal.get("proposed_text", ""),
                 offline=offline,
             )
@@ -204,7 +172,7 @@ def _generation_settle(run: Run, status: str, error: str = "") -> None:
 
 
 def _weak_results(run: Run) -> list[Result]:
-    threshold = run.scoring.get("pass_threshold", 7)
+    threshold = run.pass_threshold
     results = (
         Result.objects.filter(run=run, variant=0)
         .exclude(status__in=[Result.Status.PENDING, Result.Status.RUNNING, Result.Status.SKIPPED])
@@ -270,7 +238,7 @@ def _proposals_offline(run: Run, results: list[Result], notes: list[str]) -> lis
         if is_refusal(result.case.expected_answer):
             notes.append(
                 f"Case #{result.case.display_number} was skipped: its expected answer is a refusal "
-                f"(“{_cut(result.case.expected_answer.strip(), 160)}”), so it has no fact to add to the knowledge. "
+                f"(“{cut(result.case.expected_answer.strip(), 160)}”), so it has no fact to add to the knowledge. "
                 "Check how the instructions or guardrails tell the agent to decline."
             )
             continue
@@ -284,10 +252,10 @@ def _proposals_offline(run: Run, results: list[Result], notes: list[str]) -> lis
         fact = " ".join(missed)
         proposals.append(
             {
-                "title": f"Add to knowledge: {_cut(missed[0], 120)}",
+                "title": f"Add to knowledge: {cut(missed[0], 120)}",
                 "category": Suggestion.Category.KNOWLEDGE,
                 "description": (
-                    f"The agent could not answer “{_cut(result.case.question, 300)}”. Its answer missed: "
+                    f"The agent could not answer “{cut(result.case.question, 300)}”. Its answer missed: "
                     f"{fact} Add this fact to the agent's knowledge so it can be retrieved."
                 ),
                 "proposed_text": fact,
@@ -319,195 +287,3 @@ def _merge_similar(proposals: list[dict]) -> list[dict]:
 def _category(value: str) -> str:
     value = (value or "").strip().lower()
     return value if value in Suggestion.Category.values else Suggestion.Category.OTHER
-
-
-def _cut(text: str, limit: int) -> str:
-    text = (text or "").strip()
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def suggestion_edits_validate(*, run: Run, edits: list[SuggestionEdit]) -> list[Suggestion]:
-    """Check the dialog's edits and save them onto the suggestions (which must belong to the run)."""
-    if not edits:
-        raise ValidationError("Select at least one suggestion to apply.")
-    suggestions = {s.pk: s for s in run.suggestions.filter(pk__in=[e.id for e in edits])}
-    if len(suggestions) != len(edits):
-        raise ValidationError("One of the selected suggestions no longer exists. Reload the page.")
-    applied = [s.title for s in suggestions.values() if s.state == Suggestion.State.APPLIED]
-    if applied:
-        raise ValidationError(f"Already applied: {', '.join(applied)}.")
-    for edit in edits:
-        if not edit.title.strip():
-            raise ValidationError("Every selected suggestion needs a title.")
-        if len(edit.title) > Suggestion.TITLE_MAX:
-            raise ValidationError(f"Titles can be at most {Suggestion.TITLE_MAX} characters.")
-        if len(edit.description) > Suggestion.DESCRIPTION_MAX:
-            raise ValidationError(f"Descriptions can be at most {Suggestion.DESCRIPTION_MAX} characters.")
-        if edit.category not in Suggestion.Category.values:
-            raise ValidationError(f"Unknown category “{edit.category}”.")
-        suggestion = suggestions[edit.id]
-        suggestion.title, suggestion.category, suggestion.description = (
-            edit.title.strip(),
-            edit.category,
-            edit.description.strip(),
-        )
-    Suggestion.objects.bulk_update(suggestions.values(), ["title", "category", "description"])
-    return [suggestions[e.id] for e in edits]
-
-
-def suggestion_rewrite_preview(*, run: Run, suggestions: list[Suggestion]) -> dict[str, tuple[str, str]]:
-    """The agent's fields rewritten to take in the suggestions: {field: (current text, proposed text)}."""
-    version = run.agent.current_version or run.agent_version
-    by_field: dict[str, list[Suggestion]] = {}
-    for suggestion in suggestions:
-        by_field.setdefault(suggestion.target_field, []).append(suggestion)
-    preview = {}
-    for field, group in by_field.items():
-        current = getattr(version, field)
-        preview[field] = (current, _rewrite_field(run, field, current, group))
-    return preview
-
-
-def _rewrite_field(run: Run, field: str, current: str, group: list[Suggestion]) -> str:
-    if not llm.is_configured("llm"):
-        # Offline: add each suggestion's concrete text (or its description) as a new paragraph.
-        additions = [s.proposed_text.strip() or s.description.strip() for s in group]
-        return "\n\n".join(part for part in [current.strip(), *additions] if part)
-    changes = "\n\n".join(f"- {s.title}: {s.description}\n  Text to add: {s.proposed_text}" for s in group)
-    system = (
-        f"You edit the {field} section of an AI agent's configuration. Rewrite it so that it takes in "
-        "the requested changes. Keep everything that is still right, keep its style, do not add "
-        'unrelated content. Answer with a JSON object whose only key "text" holds the whole rewritten section.'
-    )
-    messages = [
-        {"role": "system", "content": system},
-        {"role": "user", "content": f"Current {field}:\n{current}\n\nChanges to make:\n{changes}"},
-    ]
-    text = llm.complete_json(messages, schema=REWRITE_SCHEMA, task="rewrite", trace={"run": run.pk}).data["text"]
-    _rewrite_check(field, current, text, system)
-    return text
-
-
-def _rewrite_check(field: str, current: str, text: str, instructions: str) -> None:
-    """Refuse a rewrite that would lose the field instead of editing it, before anyone reviews it."""
-    new, old = text.strip(), current.strip()
-    if len(new) < 40 and new.lower().strip(' ."') in instructions.lower():
-        raise ValidationError(
-            f"The model returned its instructions' own wording instead of a rewritten {field} (“{new}”). "
-            "Nothing was changed: try again, or edit the text yourself."
-        )
-    if len(old) >= REWRITE_GUARD_FROM_CHARS and len(new) < len(old) * REWRITE_MIN_KEPT:
-        raise ValidationError(
-            f"The model's rewrite of the {field} would remove most of it ({len(new):,} of {len(old):,} characters "
-            "left). Nothing was changed: try again, or edit the text yourself."
-        )
-
-
-def suggestion_apply(
-    *,
-    run: Run,
-    user: User | None,
-    suggestions: list[Suggestion],
-    fields: dict[str, str],
-    base_version: AgentVersion | None = None,
-) -> AgentVersion:
-    """Make a new agent version from the final texts the user confirmed, and mark the suggestions applied.
-
-    `base_version` is the version the user previewed against: if someone saved the agent
-    since, applying would silently drop their change, so it is refused instead.
-    """
-    from agents.services import agent_update
-
-    agent = run.agent
-    if agent.kind == Agent.Kind.HTTP:
-        raise ValidationError("HTTP agents are configured elsewhere: download the change request instead.")
-    unknown = set(fields) - set(EDITABLE_FIELDS)
-    if unknown:
-        raise ValidationError(f"These fields cannot be changed here: {', '.join(sorted(unknown))}.")
-    if not suggestions:
-        raise ValidationError("Select at least one suggestion to apply.")
-    titles = "; ".join(s.title for s in suggestions)
-    note = _cut(f"Applied {len(suggestions)} suggestion(s) from run #{run.pk}: {titles}", 300)
-    with transaction.atomic():
-        before = Agent.objects.select_for_update().values_list("current_version_id", flat=True).get(pk=agent.pk)
-        if base_version is not None and before != base_version.pk:
-            raise ValidationError(
-                "The agent's configuration changed since this preview was made. Preview the changes again."
-            )
-        applied = Suggestion.objects.filter(pk__in=[s.pk for s in suggestions], state=Suggestion.State.APPLIED)
-        if applied.exists():
-            raise ValidationError(f"Already applied: {', '.join(applied.values_list('title', flat=True))}.")
-        version = agent_update(agent=agent, user=user, note=note, **fields).current_version
-        if version is None or version.pk == before:
-            raise ValidationError("The confirmed text is the same as the agent's current configuration.")
-        Suggestion.objects.filter(pk__in=[s.pk for s in suggestions]).update(
-            state=Suggestion.State.APPLIED, applied_version=version
-        )
-    return version
-
-
-def suggestion_change_request(*, run: Run, suggestions: list[Suggestion]) -> str:
-    """A Markdown change request for agents whose configuration lives outside Evalsite (http agents)."""
-    lines = [
-        f"# Change request for {run.agent.name}",
-        "",
-        f"From Evalsite run #{run.pk} of “{run.dataset_name}” (agent version {run.agent_version.number}): "
-        f"{run.passed} passed, {run.failed} failed, {run.errored} errors"
-        + (f", average score {run.average_score:.1f}/10." if run.average_score is not None else "."),
-        "",
-    ]
-    for number, suggestion in enumerate(suggestions, start=1):
-        cases = ", ".join(f"#{case.display_number}" for case in suggestion.cases.all())
-        lines += [f"## {number}. {suggestion.title}", "", f"**Category:** {suggestion.get_category_display()}", ""]
-        lines += [suggestion.description, ""]
-        if suggestion.proposed_text:
-            lines += ["Proposed text:", "", *[f"> {line}" for line in suggestion.proposed_text.splitlines()], ""]
-        if cases:
-            lines += [f"Motivating cases: {cases}", ""]
-    return "\n".join(lines)
-
-
-def run_verify(
-    *,
-    parent: Run,
-    user: User | None,
-    version: AgentVersion,
-    sample_passing: int | None = None,
-    request_key: str = "",
-) -> Run:
-    """Re-run the parent's case snapshot against `version` (a new run, purpose "verify").
-
-    All cases, or (cheaper) the cases that did not pass plus a random sample of
-    `sample_passing` passing ones, to catch regressions without paying for every case.
-    """
-    from runs.services import run_rerun
-
-    if parent.is_active:
-        raise ValidationError("Wait for the run to finish before verifying a change against it.")
-    if version.agent_id != parent.agent_id:
-        raise ValidationError("That version belongs to another agent.")
-    outcomes = case_outcomes(run=parent)
-    if sample_passing is None:
-        positions = sorted(parent.cases.values_list("position", flat=True))
-    else:
-        if sample_passing < 0:
-            raise ValidationError("The number of passing cases to sample cannot be negative.")
-        failing = [p for p, outcome in outcomes.items() if outcome != Result.Status.PASS]
-        passing = [p for p, outcome in outcomes.items() if outcome == Result.Status.PASS]
-        positions = sorted(failing + random.sample(passing, min(sample_passing, len(passing))))
-    if not positions:
-        raise ValidationError(
-            "There are no cases to verify: this run has no failing cases and no passing ones were sampled."
-        )
-    return run_rerun(
-        run=parent, user=user, request_key=request_key, version=version, purpose=Run.Purpose.VERIFY, positions=positions
-    )
-
-
-def case_outcomes(*, run: Run) -> dict[int, str]:
-    """Each scored case's outcome by position: pass only when every repeat passed, else fail or error.
-
-    The rule lives in runs (runs.pairing.scored_outcomes), so the run page, the compare page
-    and the suggestions count the same cases as passing.
-    """
-    return scored_outcomes(run=run)

@@ -1,0 +1,36 @@
+"""Suggestion services: every write of the suggestions feature.
+
+- generation.py: the suggestion job of a completed run (queued by the run-finished hook
+  that SuggestionsConfig.ready() registers, or by "Suggest changes"), with the model or offline.
+- rewrite.py: step 1 of the Apply dialog, each aimed-at field rewritten to take the suggestions in.
+- apply.py: the dialog's edits, the new agent version (refused for agents configured
+  elsewhere, by the rule in selectors.suggestion_apply_blocker), and the change request.
+
+Verify creates a run, so it lives with the run services (`runs.services.run_verify_start`).
+"""
+
+from suggestions.services.apply import (
+    EDITABLE_FIELDS,
+    SuggestionEdit,
+    suggestion_apply,
+    suggestion_change_request,
+    suggestion_edits_validate,
+)
+from suggestions.services.generation import (
+    suggestion_generate,
+    suggestion_generation_on_run_finished,
+    suggestion_generation_start,
+)
+from suggestions.services.rewrite import suggestion_rewrite_preview
+
+__all__ = [
+    "EDITABLE_FIELDS",
+    "SuggestionEdit",
+    "suggestion_apply",
+    "suggestion_change_request",
+    "suggestion_edits_validate",
+    "suggestion_generate",
+    "suggestion_generation_on_run_finished",
+    "suggestion_generation_start",
+    "suggestion_rewrite_preview",
+]
