@@ -247,6 +247,10 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "evalsite")
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-work": {"task": "runs.tasks.run_reap", "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5)},
     "reap-stale-datasets": {"task": "datasets.tasks.dataset_reap", "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5)},
+    "reap-rewrite-jobs": {
+        "task": "suggestions.tasks.rewrite_job_reap",
+        "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5),
+    },
 }
 
 # The LLM gateway (evalsite/llm.py). Empty model = no model configured.

@@ -363,11 +363,13 @@ def suggestion_rewrite_preview(*, run: Run, suggestions: list[Suggestion]) -> di
     preview = {}
     for field, group in by_field.items():
         current = getattr(version, field)
-        preview[field] = (current, _rewrite_field(run, field, current, group))
+        preview[field] = (current, suggestion_field_rewrite(run=run, field=field, current=current, group=group))
     return preview
 
 
-def _rewrite_field(run: Run, field: str, current: str, group: list[Suggestion]) -> str:
+def suggestion_field_rewrite(*, run: Run, field: str, current: str, group: list[Suggestion]) -> str:
+    """One field rewritten to take in `group`: the text for review (a model call; the background
+    job of suggestions/rewrite.py calls this). Raises ValidationError or LLMError."""
     if not llm.is_configured("llm"):
         # Offline: add each suggestion's concrete text (or its description) as a new paragraph.
         additions = [s.proposed_text.strip() or s.description.strip() for s in group]
