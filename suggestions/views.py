@@ -230,7 +230,7 @@ def _job_response(request: AuthedRequest, agent: Agent, run: Run, job: RewriteJo
     that needs the user's choice: the progress step without its poll."""
     done = job.field_count(RewriteJob.FieldStatus.DONE)
     failed = job.field_count(RewriteJob.FieldStatus.FAILED)
-    settled = 200 if job.is_active else HTMX_STOP_POLLING
+    settled = HTMX_STOP_POLLING if request.method == "GET" and not job.is_active else 200
     if job.status == RewriteJob.Status.DONE and done and not failed and not error:
         by_id = {s.pk: s for s in _proposed(run)}
         chosen = [by_id[pk] for pk in job.suggestion_ids if pk in by_id]
