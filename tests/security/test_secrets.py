@@ -28,7 +28,7 @@ from accounts.models import ApiToken, BannerDismissal, Membership, Team
 from agents.models import Agent, AgentVersion
 from datasets.models import Dataset, TestCase
 from runs.models import Result, Run
-from suggestions.models import Suggestion, SuggestionGeneration
+from suggestions.models import RewriteJob, Suggestion, SuggestionGeneration
 from tests.datasets.files import pdf_bytes, upload
 from tests.factories import MembershipFactory, TestCaseFactory, UserFactory
 from tests.security.routes import api_operations, console_routes
@@ -49,6 +49,7 @@ GET_STATUS: dict[str, tuple[int, int]] = {
     "datasets:row": (302, 200),  # a fragment; without htmx, the list it belongs to
     "runs:results": (302, 200),  # a fragment; without htmx, the run page's results
     "suggestions:panel": (200, 286),  # the run is finished: the panel's poll stops
+    "suggestions:apply_job": (200, 286),  # the rewrite is done: step 2, and the dialog's poll stops
     # The matrix's dataset is Ready, not waiting for its mapping: on to its page (plain or
     # htmx). The mapping page itself is tested in tests/datasets/test_mapping_*.
     "datasets:mapping": (302, 200),
@@ -336,6 +337,12 @@ POSTS: dict[str, Post] = {
         data=_suggestion_form,
         status=(200, 200),
         done=lambda o, client: True,  # a download: its content is checked in _POST_CONTENT
+    ),
+    "suggestions:apply_job_action": Post(
+        data=lambda o: {"action": "cancel"},
+        status=(302, 200),
+        done=lambda o, client: RewriteJob.objects.get(pk=o["job_id"]).status == RewriteJob.Status.CANCELLED,
+        setup=lambda o: RewriteJob.objects.filter(pk=o["job_id"]).update(status=RewriteJob.Status.RUNNING),
     ),
     "suggestions:verify": Post(
         data=lambda o: {"version": o["second_version_id"], "scope": "all", "request_key": "security-probe"},
