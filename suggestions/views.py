@@ -232,9 +232,10 @@ def _job_response(request: AuthedRequest, agent: Agent, run: Run, job: RewriteJo
     failed = job.field_count(RewriteJob.FieldStatus.FAILED)
     settled = HTMX_STOP_POLLING if request.method == "GET" and not job.is_active else 200
     if job.status == RewriteJob.Status.DONE and done and not failed and not error:
-        by_id = {s.pk: s for s in _proposed(run)}
-        chosen = [by_id[pk] for pk in job.suggestion_ids if pk in by_id]
         texts = {e["name"]: e["text"] for e in job.fields if e["status"] == RewriteJob.FieldStatus.DONE}
+        # A field kept as it was applies none of its suggestions: they stay proposed.
+        by_id = {s.pk: s for s in _proposed(run) if s.target_field in texts}
+        chosen = [by_id[pk] for pk in job.suggestion_ids if pk in by_id]
         return _review_response(request, agent, run, chosen, job.base_version, texts, status=settled)
     context = {"agent": agent, "run": run, "job": job, "progress": _progress(job), "error": error}
     return _dialog_response(request, "suggestions/partials/apply_progress.html", context, status=settled)
@@ -244,6 +245,10 @@ def _progress(job: RewriteJob) -> dict[str, Any]:
     """What the progress step says: a headline ("Rewriting the knowledge… 1 of 3 done") and one row per field."""
     rows = [{**entry, "label": LABELS[entry["name"]], "status_label": RewriteJob.FieldStatus(entry["status"]).label}
             for entry in job.fields]  # fmt: skip
+    if not job.is_active:  # cancelled or failed: what was waiting or in flight will not be rewritten
+        for row in rows:
+            if row["status"] in (RewriteJob.FieldStatus.PENDING, RewriteJob.FieldStatus.RUNNING):
+                row["status"], row["status_label"] = "stopped", "Not rewritten"
     done = job.field_count(RewriteJob.FieldStatus.DONE, RewriteJob.FieldStatus.KEPT)
     busy = next((r for r in rows if r["status"] == RewriteJob.FieldStatus.RUNNING), None) or next(
         (r for r in rows if r["status"] == RewriteJob.FieldStatus.PENDING), None

@@ -102,6 +102,9 @@ def test_the_dialog_follows_the_rewrite_then_reviews_it(
     expect(progress.get_by_text("Rewriting the instructions… 0 of 3 done")).to_be_visible()
     expect(progress).to_have_attribute("hx-trigger", "every 3s")
     wait_for(lambda: model.in_flight == 1, what="the first rewrite at the model", pause=_pause(page))
+    # The next poll shows the field at the model (the page polls every 3 s while the job is active).
+    expect(progress.locator(".rewrite-field.is-running")).to_contain_text("Instructions", timeout=30_000)
+    expect(progress.get_by_text("Rewriting the instructions… 0 of 3 done")).to_be_visible()
     dialog.screenshot(path=str(SHOTS / f"apply-progress-{width}.png"))
     gate.set()
 
@@ -124,6 +127,7 @@ def test_the_dialog_follows_the_rewrite_then_reviews_it(
     expect(dialog.locator("#apply-diff-knowledge .add", has_text="Hotline: +1 555 0100.")).to_be_visible()
     expect(dialog.locator("#apply-diff-instructions .add", has_text="Answer in two sentences.")).to_be_visible()
     expect(dialog.get_by_label("Final guardrails")).to_have_count(0)
+    expect(dialog.get_by_text("Applying 2 suggestions changes the instructions and the knowledge")).to_be_visible()
     dialog.screenshot(path=str(SHOTS / f"apply-review-after-job-{width}.png"))
     dialog.get_by_role("button", name="Apply: save as version 2").click()
 
@@ -133,6 +137,8 @@ def test_the_dialog_follows_the_rewrite_then_reviews_it(
     assert agent.current_version.knowledge.endswith("Hotline: +1 555 0100.")
     assert agent.current_version.guardrails == "Never share account data."  # kept
     assert model.count(task="rewrite") == 3
+    kept = Suggestion.objects.get(title="Never guess")
+    assert kept.state == Suggestion.State.PROPOSED  # its field kept its text: not applied
 
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
@@ -156,6 +162,7 @@ def test_cancel_stops_the_rewrite_and_no_model_call_follows(
     job = RewriteJob.objects.get(run=run)
     assert job.status == RewriteJob.Status.CANCELLED
     assert [entry["text"] for entry in job.fields] == ["", "", ""]
+    expect(dialog.locator(".rewrite-field.is-stopped")).to_have_count(3)
     expect(dialog.locator("#apply-progress")).not_to_have_attribute("hx-trigger", "every 3s")
 
     # Back to step 1, with the same suggestions ticked.

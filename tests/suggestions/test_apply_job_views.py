@@ -135,6 +135,7 @@ def test_cancel_stops_the_job_and_says_nothing_changed(client_alice, job):
     assert response.status_code == 200
     html = response.content.decode()
     assert "The rewrite was cancelled. Nothing was changed." in html and "hx-trigger" not in html
+    assert html.count("Not rewritten") == 3
     assert "← Back" in html and "Try again" in html
     job.refresh_from_db()
     assert job.status == RewriteJob.Status.CANCELLED
@@ -164,6 +165,10 @@ def test_keeping_the_failed_field_moves_on_to_step_two(client_alice, job):
     html = response.content.decode()
     assert response.status_code == 200 and "Step 2 of 2" in html
     assert 'name="knowledge"' not in html and 'name="guardrails"' in html and 'name="instructions"' in html
+    # The kept field's suggestion is not part of what step 2 applies.
+    hotline = Suggestion.objects.get(title="Add the hotline")
+    assert f'name="suggestions" value="{hotline.pk}"' not in html
+    assert "Applying 2 suggestions" in html
 
 
 @pytest.mark.django_db
