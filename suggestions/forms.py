@@ -133,7 +133,9 @@ class RewriteActionForm(forms.Form):
     CANCEL, RETRY, KEEP = "cancel", "retry", "keep"
 
     action = forms.ChoiceField(choices=[(CANCEL, "Cancel"), (RETRY, "Try again"), (KEEP, "Keep the original")])
-    field = forms.ChoiceField(choices=[("", "every field"), *[(name, name) for name in EDITABLE_FIELDS]], required=False)
+    field = forms.ChoiceField(
+        choices=[("", "every field"), *[(name, name) for name in EDITABLE_FIELDS]], required=False
+    )
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}

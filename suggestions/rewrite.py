@@ -48,7 +48,8 @@ WORKER_LOST = (
     "Nothing was changed: try again."
 )
 NOT_PICKED_UP = (
-    "No worker picked up the rewrite, so nothing was changed. Check that the Evalsite worker is running, then try again."
+    "No worker picked up the rewrite, so nothing was changed. "
+    "Check that the Evalsite worker is running, then try again."
 )
 INTERNAL_ERROR = "An internal error stopped the rewrite of this field. The details are in the worker log."
 # A job whose next message has waited this long without a worker is failed, not re-sent forever.
@@ -136,7 +137,9 @@ def _rewrite(job: RewriteJob, entry: dict[str, Any]) -> str:
     by_id = {s.pk: s for s in Suggestion.objects.filter(pk__in=job.suggestion_ids)}
     group = [by_id[pk] for pk in job.suggestion_ids if pk in by_id and by_id[pk].target_field == entry["name"]]
     if not group:
-        raise ValidationError("The suggestions for this field were removed meanwhile. Close the dialog and start again.")
+        raise ValidationError(
+            "The suggestions for this field were removed meanwhile. Close the dialog and start again."
+        )
     run = Run.objects.select_related("agent").get(pk=job.run_id)
     return suggestion_field_rewrite(run=run, field=entry["name"], current=entry["current"], group=group)
 
@@ -159,7 +162,9 @@ def _save(job_id: int, token: str, field: str, *, text: str, error: str) -> None
         else:
             job.queued_at, job.resent_at = timezone.now(), None
             _enqueue(job, following)
-        job.save(update_fields=["fields", "status", "claimed_by", "claimed_at", "finished_at", "queued_at", "resent_at"])
+        job.save(
+            update_fields=["fields", "status", "claimed_by", "claimed_at", "finished_at", "queued_at", "resent_at"]
+        )
 
 
 def _entry(job: RewriteJob, field: str) -> dict[str, Any]:

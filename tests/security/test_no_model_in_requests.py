@@ -76,9 +76,9 @@ def test_apply_step_one_starts_the_rewrite_without_calling_the_model(client_alic
 
     response = client_alice.post(url, data, headers={"HX-Request": "true"} if htmx else {})
 
+    _assert_no_model_call(fake_llm, f"POST {url}")
     assert response.status_code == (200 if htmx else 302)
     assert suggestion.run.rewrite_jobs.filter(status="queued").exists()  # the work is a job
-    _assert_no_model_call(fake_llm, f"POST {url}")
 
 
 @pytest.mark.parametrize("operation", api_operations(), ids=str)

@@ -51,7 +51,7 @@ GET_STATUS: dict[str, tuple[int, int]] = {
     "suggestions:panel": (200, 286),  # the run is finished: the panel's poll stops
     "suggestions:apply_job": (200, 286),
     "accounts:model_test_status": (302, 286),  # a fragment (plain: the settings page); no test runs: stop
-  # the rewrite is done: step 2, and the dialog's poll stops
+    # the rewrite is done: step 2, and the dialog's poll stops
     # The matrix's dataset is Ready, not waiting for its mapping: on to its page (plain or
     # htmx). The mapping page itself is tested in tests/datasets/test_mapping_*.
     "datasets:mapping": (302, 200),

@@ -100,7 +100,7 @@ def test_a_rewritten_job_answers_step_two_and_stops_the_poll(client_alice, agent
 
     assert response.status_code == 286
     html = response.content.decode()
-    assert html.lstrip().startswith("<form") and "Step 2 of 2" in html and "hx-trigger=\"every" not in html
+    assert html.lstrip().startswith("<form") and "Step 2 of 2" in html and 'hx-trigger="every' not in html
     assert 'name="instructions"' in html and 'name="knowledge"' in html and 'name="guardrails"' not in html
     assert "Added: </span>New knowledge line." in html
     assert f'name="base_version" value="{agent.current_version_id}"' in html

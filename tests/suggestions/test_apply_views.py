@@ -184,7 +184,7 @@ def test_a_model_failure_during_the_rewrite_is_shown_in_the_dialog(
     response = client_alice.get(_job_url(job), headers={**HTMX, "HX-Target": "apply-progress"})
 
     html = response.content.decode()
-    assert response.status_code == 286 and 'hx-trigger' not in html
+    assert response.status_code == 286 and "hx-trigger" not in html
     assert "The model could not rewrite the knowledge" in html
     assert "Try the knowledge again" in html and "Keep the original knowledge" in html
 

@@ -239,7 +239,9 @@ def test_retry_and_keep_wait_for_the_job_to_settle(
 
 
 @pytest.mark.django_db
-def test_a_new_rewrite_cancels_the_one_still_going(failing_run, alice, three_fields, django_capture_on_commit_callbacks):
+def test_a_new_rewrite_cancels_the_one_still_going(
+    failing_run, alice, three_fields, django_capture_on_commit_callbacks
+):
     first, _ = _start(failing_run, alice, three_fields, django_capture_on_commit_callbacks)
     second, _ = _start(failing_run, alice, three_fields[:1], django_capture_on_commit_callbacks)
 
