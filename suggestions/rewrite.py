@@ -191,10 +191,13 @@ def rewrite_job_retry(*, job: RewriteJob, field: str | None = None) -> RewriteJo
             raise ValidationError("The rewrite is still going: wait for it to finish.")
         if field is not None and _entry(job, field)["status"] != FieldStatus.FAILED:
             raise ValidationError(f"The {field} was not a failed rewrite: nothing to try again.")
+        if field is None and job.status not in (Status.FAILED, Status.CANCELLED):
+            raise ValidationError("Choose the field to try again.")
+        unfinished = (FieldStatus.PENDING, FieldStatus.RUNNING, FieldStatus.FAILED)
         again = [
             entry
             for entry in job.fields
-            if (entry["name"] == field if field is not None else entry["status"] != FieldStatus.DONE)
+            if (entry["name"] == field if field is not None else entry["status"] in unfinished)
         ]
         if not again:
             raise ValidationError("Every field is rewritten already.")

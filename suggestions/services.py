@@ -368,8 +368,7 @@ def suggestion_rewrite_preview(*, run: Run, suggestions: list[Suggestion]) -> di
 
 
 def suggestion_field_rewrite(*, run: Run, field: str, current: str, group: list[Suggestion]) -> str:
-    """One field rewritten to take in `group`: the text for review (a model call; the background
-    job of suggestions/rewrite.py calls this). Raises ValidationError or LLMError."""
+    """One field rewritten for review; with a model, only from a job (suggestions/rewrite.py)."""
     if not llm.is_configured("llm"):
         # Offline: add each suggestion's concrete text (or its description) as a new paragraph.
         additions = [s.proposed_text.strip() or s.description.strip() for s in group]

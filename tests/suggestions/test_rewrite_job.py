@@ -227,6 +227,27 @@ def test_a_failed_field_can_keep_its_original_text(
 
 
 @pytest.mark.django_db
+def test_trying_a_cancelled_job_again_rewrites_what_it_left_and_keeps_what_was_done(
+    failing_run, alice, three_fields, fake_llm, django_capture_on_commit_callbacks, tasks_run_here
+):
+    fake_llm.add_rule(task="rewrite", handler=_rewritten)
+    job, _ = _start(failing_run, alice, three_fields, django_capture_on_commit_callbacks)
+    fields = [{**job.fields[0], "status": Field.DONE, "text": "Kept from before."}, *job.fields[1:]]
+    RewriteJob.objects.filter(pk=job.pk).update(fields=fields, status=RewriteJob.Status.CANCELLED)
+    job.refresh_from_db()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        rewrite.rewrite_job_retry(job=job)
+
+    job.refresh_from_db()
+    assert job.status == RewriteJob.Status.DONE
+    assert job.fields[0]["text"] == "Kept from before."
+    assert [args[2] for _, args, _ in tasks_run_here] == ["knowledge", "guardrails"]
+    with pytest.raises(ValidationError, match="Choose the field"):
+        rewrite.rewrite_job_retry(job=job)  # a finished job is retried field by field
+
+
+@pytest.mark.django_db
 def test_retry_and_keep_wait_for_the_job_to_settle(
     failing_run, alice, three_fields, django_capture_on_commit_callbacks
 ):
