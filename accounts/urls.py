@@ -8,6 +8,7 @@ urlpatterns = [
     path("logout/", views.logout, name="logout"),
     path("settings/", views.settings_page, name="settings"),
     path("settings/model-test/", views.model_test, name="model_test"),
+    path("settings/model-test/status/", views.model_test_status, name="model_test_status"),
     path("switch-team/", views.switch_team, name="switch_team"),
     path("teams/new/", views.team_create, name="team_create"),
     path("team/", views.team_update, name="team_update"),

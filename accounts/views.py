@@ -15,7 +15,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
+from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect, trigger_client_event
 
 from accounts import selectors, services
 from accounts.forms import (
@@ -100,7 +100,7 @@ def _model_info() -> dict[str, Any]:
 
 def _model_tests() -> dict[str, Any]:
     """The last connection test of each configured model, and the badge they add up to."""
-    from evalsite.llm.probe import model_test_context
+    from evalsite.llm.probe import model_test_context, model_test_running
 
     rows = model_test_context()
     tests = [row["test"] for row in rows if not row["same_as_agent"]]
@@ -113,7 +113,7 @@ def _model_tests() -> dict[str, Any]:
         status = "ok"
     else:
         status = "untested"
-    return {"model_tests": rows, "model_status": status}
+    return {"model_tests": rows, "model_status": status, "model_testing": model_test_running()}
 
 
 def _settings_context(request: AuthedRequest, **overrides: Any) -> dict[str, Any]:
@@ -163,17 +163,31 @@ def settings_page(request: AuthedRequest) -> HttpResponse:
 @login_required
 @require_POST
 def model_test(request: AuthedRequest) -> HttpResponse:
-    """Test connection: a few short calls to each configured model; the Model section shows what they found."""
-    from evalsite.llm.probe import model_test_all
+    """Test connection: queue a few short calls to each configured model (a job: the calls
+    outlast a web request); the Model section polls until it shows what they found."""
+    from evalsite.llm.probe import model_test_start
 
     if request.team is None:
         return redirect("accounts:settings")
-    if not llm.is_configured("llm"):
-        return _render_settings(request, section="model_section")
-    model_test_all()
+    if llm.is_configured("llm"):
+        model_test_start()
     if not request.htmx:
         return redirect(f"{reverse('accounts:settings')}#model")
     return _render_settings(request, section="model_section")
+
+
+@login_required
+@require_GET
+def model_test_status(request: AuthedRequest) -> HttpResponse:
+    """The Model section while a test runs (it polls this every 3 s); 286 once the findings are in."""
+    from evalsite.llm.probe import model_test_running
+
+    if request.team is None or not request.htmx or request.htmx.history_restore_request:
+        return redirect(f"{reverse('accounts:settings')}#model")
+    response = _render_settings(request, section="model_section")
+    if not model_test_running():
+        response.status_code = HTMX_STOP_POLLING
+    return response
 
 
 def _toast(response: HttpResponse, message: str, level: str = "success") -> HttpResponse:

@@ -257,6 +257,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "playground.tasks.exchange_reap",
         "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5),
     },
+    "reap-rewrite-jobs": {
+        "task": "suggestions.tasks.rewrite_job_reap",
+        "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5),
+    },
 }
 
 # The LLM gateway (evalsite/llm.py). Empty model = no model configured.

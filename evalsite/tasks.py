@@ -27,3 +27,11 @@ def health_check(self: Task, token: str) -> None:
         client.set(f"{HEALTH_KEY_PREFIX}{token}", self.request.hostname or "", ex=60)
     finally:
         client.close()
+
+
+@shared_task(ignore_result=True)
+def model_test() -> None:
+    """Settings -> Model -> Test connection, off the web request (evalsite/llm/probe.py)."""
+    from evalsite.llm.probe import model_test_run
+
+    model_test_run()

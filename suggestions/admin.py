@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from suggestions.models import Suggestion, SuggestionGeneration
+from suggestions.models import RewriteJob, Suggestion, SuggestionGeneration
 
 
 @admin.register(Suggestion)
@@ -18,3 +18,11 @@ class SuggestionGenerationAdmin(admin.ModelAdmin):
     list_filter = ("status", "offline")
     raw_id_fields = ("run", "requested_by")
     readonly_fields = ("queued_at", "started_at", "finished_at")
+
+
+@admin.register(RewriteJob)
+class RewriteJobAdmin(admin.ModelAdmin):
+    list_display = ("id", "run", "status", "queued_at", "finished_at")
+    list_filter = ("status",)
+    raw_id_fields = ("run", "base_version", "requested_by")
+    readonly_fields = ("created_at", "queued_at", "resent_at", "claimed_by", "claimed_at", "finished_at")

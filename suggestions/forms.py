@@ -127,6 +127,23 @@ class ApplyDiffForm(_AppliesToRun):
         return _lines(self.data.get(self.cleaned_data["field"], "")).strip()
 
 
+class RewriteActionForm(forms.Form):
+    """The buttons of the rewrite's progress step: Cancel, Try again (a field or all), Keep the original."""
+
+    CANCEL, RETRY, KEEP = "cancel", "retry", "keep"
+
+    action = forms.ChoiceField(choices=[(CANCEL, "Cancel"), (RETRY, "Try again"), (KEEP, "Keep the original")])
+    field = forms.ChoiceField(
+        choices=[("", "every field"), *[(name, name) for name in EDITABLE_FIELDS]], required=False
+    )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if cleaned.get("action") == self.KEEP and not cleaned.get("field"):
+            self.add_error("field", "Say which field keeps its text.")
+        return cleaned
+
+
 class VerifyForm(forms.Form):
     SCOPE_ALL = "all"
     SCOPE_SAMPLE = "sample"

@@ -80,3 +80,60 @@ class SuggestionGeneration(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE_STATUSES
+
+
+class RewriteJob(models.Model):
+    """Step 1 of the Apply dialog done in the background: the model rewrites each affected
+    field of the agent's configuration, one task per field (suggestions/rewrite.py).
+
+    `fields` holds, in review order, one entry per field:
+    {"name", "status" (a FieldStatus), "current" (the text rewritten), "text" (the rewrite),
+    "error" (why it failed)}. The dialog polls the row; step 2 reviews the texts.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Rewriting"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    class FieldStatus(models.TextChoices):
+        PENDING = "pending", "Waiting"
+        RUNNING = "running", "Rewriting"
+        DONE = "done", "Rewritten"
+        FAILED = "failed", "Failed"
+        KEPT = "kept", "Kept as it is"
+
+    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
+
+    run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="rewrite_jobs")
+    # The version the fields were read from; step 2 refuses to apply if the agent moved on since.
+    base_version = models.ForeignKey("agents.AgentVersion", on_delete=models.CASCADE, related_name="+")
+    suggestion_ids = models.JSONField(default=list)
+    fields = models.JSONField(default=list)
+    status = models.CharField(max_length=9, choices=Status.choices, default=Status.QUEUED)
+    error = models.TextField(blank=True)
+    # A fresh token per enqueue: a message of an earlier attempt (before a retry or a cancel) does nothing.
+    token = models.CharField(max_length=32)
+    # The worker and time of the field being rewritten now, for the reaper.
+    claimed_by = models.CharField(max_length=200, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    queued_at = models.DateTimeField()  # when the message of the next field was sent
+    resent_at = models.DateTimeField(null=True, blank=True)  # by the reaper, when that message was lost
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["status"], name="rewrite_job_status")]
+
+    def __str__(self) -> str:
+        return f"Rewrite job {self.pk} of run {self.run_id} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE_STATUSES
+
+    def field_count(self, *statuses: str) -> int:
+        return sum(1 for entry in self.fields if entry["status"] in statuses)

@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HTMX_STOP_POLLING, retarget, trigger_client_event
@@ -23,11 +23,12 @@ from evalsite.http import AuthedRequest, is_partial
 from runs.models import Run
 from runs.selectors import run_get
 from runs.services import run_verify_start
-from suggestions import selectors, services
-from suggestions.forms import ApplyConfirmForm, ApplyDiffForm, VerifyForm, edit_formset
-from suggestions.models import Suggestion
+from suggestions import rewrite, selectors, services
+from suggestions.forms import ApplyConfirmForm, ApplyDiffForm, RewriteActionForm, VerifyForm, edit_formset
+from suggestions.models import RewriteJob, Suggestion
 
 DIALOG_CONTENT_ID = "apply-dialog-content"
+PROGRESS_ID = "apply-progress"  # the rewrite's polling element, inside the dialog's content
 
 
 def _get_run_for_user(request: AuthedRequest, agent_id: int, run_id: int) -> tuple[Agent, Run]:
@@ -91,15 +92,18 @@ def _proposed(run: Run) -> list[Suggestion]:
     return list(selectors.suggestion_list(run=run).filter(state=Suggestion.State.PROPOSED))
 
 
-def _dialog_response(request: AuthedRequest, template: str, context: dict[str, Any]) -> HttpResponse:
+def _dialog_response(
+    request: AuthedRequest, template: str, context: dict[str, Any], *, status: int = 200
+) -> HttpResponse:
     """One step, three callers: the whole dialog (htmx GET from the panel), the step alone
-    (htmx posts and Back, swapped into the open dialog) and a plain page (no JavaScript)."""
+    (htmx posts, Back and the rewrite's polls, swapped into the open dialog) and a plain page
+    (no JavaScript). `status` is for htmx only: 286 stops the rewrite's poll."""
     context = {**context, "step_template": template}
     if not is_partial(request):
         return render(request, "suggestions/apply_page.html", context)
-    if request.method == "POST" or request.htmx.target == DIALOG_CONTENT_ID:
-        return render(request, template, context)
-    return render(request, "suggestions/partials/apply_dialog.html", context)
+    if request.method == "POST" or request.htmx.target in (DIALOG_CONTENT_ID, PROGRESS_ID):
+        return render(request, template, context, status=status)
+    return render(request, "suggestions/partials/apply_dialog.html", context, status=status)
 
 
 def _nothing_to_apply(request: AuthedRequest, agent: Agent, run: Run) -> HttpResponse:
@@ -117,7 +121,8 @@ def _nothing_to_apply(request: AuthedRequest, agent: Agent, run: Run) -> HttpRes
 @login_required
 @require_http_methods(["GET", "POST"])
 def apply(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
-    """Step 1: tick and edit suggestions. Posting it saves the edits and shows step 2."""
+    """Step 1: tick and edit suggestions. Posting it saves the edits and starts the model's
+    rewrite in the background (the dialog polls it), or without a model shows step 2 at once."""
     agent, run = _get_run_for_user(request, agent_id, run_id)
     suggestions = _proposed(run)
     if not suggestions:
@@ -130,12 +135,14 @@ def apply(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
             if blocker := selectors.suggestion_apply_blocker(agent=agent):
                 raise ValidationError(blocker)
             chosen = services.suggestion_edits_validate(run=run, edits=formset.edits())
+            if llm.is_configured("llm"):
+                job = rewrite.rewrite_job_start(run=run, user=request.user, suggestions=chosen)
+                return _job_started(request, agent, run, job)
             base = agent.current_version
+            # Offline, a rewrite adds each suggestion's text: string work, no model call.
             preview = services.suggestion_rewrite_preview(run=run, suggestions=chosen)
         except ValidationError as exc:
             error = _message(exc)
-        except llm.LLMError as exc:
-            error = f"The model could not rewrite the configuration: {exc.message}"
         else:
             texts = {name: proposed for name, (_current, proposed) in preview.items()}
             return _review_response(request, agent, run, chosen, base, texts)
@@ -179,6 +186,7 @@ def _review_response(
     base: AgentVersion | None,
     texts: dict[str, str],
     form: ApplyConfirmForm | None = None,
+    status: int = 200,
 ) -> HttpResponse:
     """Step 2: per affected field, the diff against the current text and the editable final text."""
     used = KIND_FIELDS[agent.kind]
@@ -195,7 +203,100 @@ def _review_response(
             "unused": name not in used,
         })  # fmt: skip
     context = {"agent": agent, "run": run, "chosen": chosen, "base": base, "fields": fields, "form": form}
-    return _dialog_response(request, "suggestions/partials/apply_review.html", context)
+    return _dialog_response(request, "suggestions/partials/apply_review.html", context, status=status)
+
+
+# ---- the rewrite between step 1 and step 2 (suggestions/rewrite.py) ------------------------
+
+
+def _get_job_for_user(request: AuthedRequest, agent_id: int, run_id: int, job_id: int) -> tuple[Agent, Run, RewriteJob]:
+    agent, run = _get_run_for_user(request, agent_id, run_id)
+    return agent, run, get_object_or_404(RewriteJob.objects.select_related("base_version"), pk=job_id, run=run)
+
+
+def _job_started(request: AuthedRequest, agent: Agent, run: Run, job: RewriteJob) -> HttpResponse:
+    if request.htmx:
+        return _job_response(request, agent, run, job)
+    return redirect("suggestions:apply_job", agent.pk, run.pk, job.pk)  # the page polls itself
+
+
+def _job_response(request: AuthedRequest, agent: Agent, run: Run, job: RewriteJob, error: str = "") -> HttpResponse:
+    """While the model rewrites: the progress step, polling itself. Once every field is
+    rewritten (or kept): step 2, with 286 so the poll stops. A failure, a cancel or a field
+    that needs the user's choice: the progress step without its poll."""
+    done = job.field_count(RewriteJob.FieldStatus.DONE)
+    failed = job.field_count(RewriteJob.FieldStatus.FAILED)
+    settled = HTMX_STOP_POLLING if request.method == "GET" and not job.is_active else 200
+    if job.status == RewriteJob.Status.DONE and done and not failed and not error:
+        texts = {e["name"]: e["text"] for e in job.fields if e["status"] == RewriteJob.FieldStatus.DONE}
+        # A field kept as it was applies none of its suggestions: they stay proposed.
+        by_id = {s.pk: s for s in _proposed(run) if s.target_field in texts}
+        chosen = [by_id[pk] for pk in job.suggestion_ids if pk in by_id]
+        return _review_response(request, agent, run, chosen, job.base_version, texts, status=settled)
+    context = {"agent": agent, "run": run, "job": job, "progress": _progress(job), "error": error}
+    return _dialog_response(request, "suggestions/partials/apply_progress.html", context, status=settled)
+
+
+def _progress(job: RewriteJob) -> dict[str, Any]:
+    """What the progress step says: a headline ("Rewriting the knowledge… 1 of 3 done") and one row per field."""
+    rows = [{**entry, "label": LABELS[entry["name"]], "status_label": RewriteJob.FieldStatus(entry["status"]).label}
+            for entry in job.fields]  # fmt: skip
+    if not job.is_active:  # cancelled or failed: what was waiting or in flight will not be rewritten
+        for row in rows:
+            if row["status"] in (RewriteJob.FieldStatus.PENDING, RewriteJob.FieldStatus.RUNNING):
+                row["status"], row["status_label"] = "stopped", "Not rewritten"
+    done = job.field_count(RewriteJob.FieldStatus.DONE, RewriteJob.FieldStatus.KEPT)
+    busy = next((r for r in rows if r["status"] == RewriteJob.FieldStatus.RUNNING), None) or next(
+        (r for r in rows if r["status"] == RewriteJob.FieldStatus.PENDING), None
+    )
+    headline = ""
+    if job.is_active and busy is not None:
+        headline = f"Rewriting the {busy['label'].lower()}… {done} of {len(rows)} done"
+    return {
+        "rows": rows,
+        "headline": headline,
+        "failed": [r for r in rows if r["status"] == RewriteJob.FieldStatus.FAILED],
+        "nothing_changed": job.status == RewriteJob.Status.DONE and not job.field_count(RewriteJob.FieldStatus.DONE,
+                                                                                       RewriteJob.FieldStatus.FAILED),
+        "selected": ",".join(str(pk) for pk in job.suggestion_ids),
+    }  # fmt: skip
+
+
+@login_required
+@require_GET
+def apply_job(request: AuthedRequest, agent_id: int, run_id: int, job_id: int) -> HttpResponse:
+    """The rewrite's progress (the dialog polls it every 3 s), then step 2."""
+    agent, run, job = _get_job_for_user(request, agent_id, run_id, job_id)
+    return _job_response(request, agent, run, job)
+
+
+@login_required
+@require_POST
+def apply_job_action(request: AuthedRequest, agent_id: int, run_id: int, job_id: int) -> HttpResponse:
+    """Cancel the rewrite; or, once it has settled, try a failed field (or the whole job) again,
+    or keep a failed field's current text."""
+    agent, run, job = _get_job_for_user(request, agent_id, run_id, job_id)
+    form = RewriteActionForm(request.POST)
+    error = ""
+    if not form.is_valid():
+        error = "Choose Cancel, Try again or Keep the original."
+    else:
+        action, field = form.cleaned_data["action"], form.cleaned_data["field"] or None
+        try:
+            if action == RewriteActionForm.CANCEL:
+                job = rewrite.rewrite_job_cancel(job=job)
+            elif action == RewriteActionForm.RETRY:
+                job = rewrite.rewrite_job_retry(job=job, field=field)
+            else:
+                job = rewrite.rewrite_field_keep(job=job, field=field or "")
+        except ValidationError as exc:
+            error = _message(exc)
+    if not request.htmx:
+        if error:
+            messages.error(request, error)
+        return redirect("suggestions:apply_job", agent.pk, run.pk, job.pk)
+    job.refresh_from_db()
+    return _job_response(request, agent, run, job, error)
 
 
 @login_required

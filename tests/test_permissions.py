@@ -23,7 +23,7 @@ from accounts.models import ApiToken
 from datasets.models import Document
 from playground.models import Exchange
 from runs.models import Result, Run, RunCase
-from suggestions.models import Suggestion
+from suggestions.models import RewriteJob, Suggestion
 from tests.factories import AgentFactory, DatasetFactory, TestCaseFactory
 
 EXCLUDED_NAMESPACES = {"admin", "api"}  # Django admin; the API has its own token tests below
@@ -48,6 +48,7 @@ AGENT_SCOPED = {
     "result_id",
     "suggestion_id",
     "exchange_id",
+    "job_id",
 }
 
 
@@ -126,6 +127,16 @@ def url_objects(team, alice, bob, agent) -> dict[str, int]:
         category="knowledge",
         description="The knowledge lacks the refund window.",
     )
+    # The Apply dialog's rewrite of that suggestion, done: its page shows step 2.
+    job = RewriteJob.objects.create(
+        run=run,
+        base_version=agent.current_version,
+        suggestion_ids=[suggestion.pk],
+        fields=[{"name": "instructions", "status": "done", "current": "", "text": "Answer briefly.", "error": ""}],
+        status=RewriteJob.Status.DONE,
+        token="matrix",
+        queued_at=run.created_at,
+    )
     token, _ = account_services.api_token_create(user=alice, name="matrix")
     exchange = Exchange.objects.create(
         agent=agent,
@@ -148,6 +159,7 @@ def url_objects(team, alice, bob, agent) -> dict[str, int]:
         "run_case_id": run_case.pk,
         "result_id": result.pk,
         "suggestion_id": suggestion.pk,
+        "job_id": job.pk,
         "membership_id": bob.memberships.get(team=team).pk,
         "token_id": token.pk,
         "exchange_id": exchange.pk,

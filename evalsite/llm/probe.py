@@ -3,6 +3,12 @@
 The settings page's badge shows the last test of the model now configured, never the
 mere presence of a model name. Reports live in the shared cache (Redis), so every web
 process shows the same one.
+
+The calls take up to a minute or two (a timeout each), longer than a web request may, so
+the button starts a job (`model_test_start`, the task `evalsite.tasks.model_test`) and
+the Model section polls until it is done. While it runs a marker sits in the cache; it
+expires after the longest the calls can take, so a test whose worker died does not say
+"Testing" for ever.
 """
 
 from __future__ import annotations
@@ -12,13 +18,18 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
 from django.core.cache import cache
+from django.db import transaction
 
 from evalsite.llm import complete, complete_json, embed
-from evalsite.llm.client import model_for
+from evalsite.llm.client import model_for, timeout_for
 from evalsite.llm.errors import LLMError
 
 CACHE_KEY = "evalsite:llm-test:"
+RUNNING_KEY = CACHE_KEY + "running"
+# At most three chat calls for the agent model, three for a separate judge, one embedding.
+MOST_CALLS = 7
 KEEP_SECONDS = 30 * 24 * 3600
 PROBE_SCHEMA = {
     "type": "object",
@@ -75,6 +86,44 @@ class ModelTest:
     @property
     def tested_at_display(self) -> datetime:
         return datetime.fromtimestamp(self.tested_at, tz=UTC)
+
+
+def model_test_start() -> bool:
+    """Queue a test of every configured model; False when one is already under way."""
+    from evalsite.tasks import model_test as model_test_task
+
+    expiry = int(MOST_CALLS * _one_attempt() + 60)
+    if not cache.add(RUNNING_KEY, time.time(), expiry):
+        return False
+
+    def send() -> None:
+        try:
+            model_test_task.delay()
+        except Exception:
+            cache.delete(RUNNING_KEY)  # no message, no test: the button is offered again
+            raise
+
+    # robust: a broker that is down is logged, not shown to the user as a server error.
+    transaction.on_commit(send, robust=True)
+    return True
+
+
+def _one_attempt() -> float:
+    """The longest one probe call takes: the test asks with retries=0, maybe after a wait for a slot."""
+    queue = settings.EVALSITE_LLM_QUEUE_TIMEOUT if settings.EVALSITE_LLM_CONCURRENCY else 0.0
+    return timeout_for("probe") + queue
+
+
+def model_test_running() -> bool:
+    return cache.get(RUNNING_KEY) is not None
+
+
+def model_test_run() -> list[ModelTest]:
+    """The job: test every model, then clear the marker (whatever happened) so the page stops polling."""
+    try:
+        return model_test_all()
+    finally:
+        cache.delete(RUNNING_KEY)
 
 
 def model_test_all() -> list[ModelTest]:

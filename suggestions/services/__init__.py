@@ -2,7 +2,8 @@
 
 - generation.py: the suggestion job of a completed run (queued by the run-finished hook
   that SuggestionsConfig.ready() registers, or by "Suggest changes"), with the model or offline.
-- rewrite.py: step 1 of the Apply dialog, each aimed-at field rewritten to take the suggestions in.
+- field_rewrite.py: one field rewritten to take the suggestions in (the model's call, or the
+  offline text); the Apply dialog's step 1 runs it per field in a job (suggestions/rewrite.py).
 - apply.py: the dialog's edits, the new agent version (refused for agents configured
   elsewhere, by the rule in selectors.suggestion_apply_blocker), and the change request.
 
@@ -16,12 +17,12 @@ from suggestions.services.apply import (
     suggestion_change_request,
     suggestion_edits_validate,
 )
+from suggestions.services.field_rewrite import suggestion_field_rewrite, suggestion_rewrite_preview
 from suggestions.services.generation import (
     suggestion_generate,
     suggestion_generation_on_run_finished,
     suggestion_generation_start,
 )
-from suggestions.services.rewrite import suggestion_rewrite_preview
 
 __all__ = [
     "EDITABLE_FIELDS",
@@ -32,5 +33,6 @@ __all__ = [
     "suggestion_generate",
     "suggestion_generation_on_run_finished",
     "suggestion_generation_start",
+    "suggestion_field_rewrite",
     "suggestion_rewrite_preview",
 ]

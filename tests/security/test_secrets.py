@@ -30,7 +30,7 @@ from datasets.models import Dataset, RuleMap, TestCase
 from playground.models import Exchange
 from reviews.models import CaseEdit, Review
 from runs.models import DatasetBaseline, Result, Run
-from suggestions.models import Suggestion, SuggestionGeneration
+from suggestions.models import RewriteJob, Suggestion, SuggestionGeneration
 from tests.datasets.files import pdf_bytes, upload
 from tests.factories import MembershipFactory, TestCaseFactory, UserFactory
 from tests.security.routes import api_operations, console_routes
@@ -51,6 +51,9 @@ GET_STATUS: dict[str, tuple[int, int]] = {
     "datasets:row": (302, 200),  # a fragment; without htmx, the list it belongs to
     "runs:results": (302, 200),  # a fragment; without htmx, the run page's results
     "suggestions:panel": (200, 286),  # the run is finished: the panel's poll stops
+    "suggestions:apply_job": (200, 286),
+    "accounts:model_test_status": (302, 286),  # a fragment (plain: the settings page); no test runs: stop
+    # the rewrite is done: step 2, and the dialog's poll stops
     # The matrix's dataset is Ready, not waiting for its mapping: on to its page (plain or
     # htmx). The mapping page itself is tested in tests/datasets/test_mapping_*.
     "datasets:mapping": (302, 200),
@@ -165,10 +168,10 @@ def _runs(objects: dict[str, Any]) -> int:
     return Run.objects.filter(agent_id=objects["agent_id"]).count()
 
 
-def _model_tested() -> bool:
-    from evalsite.llm.probe import model_test_last
+def _model_test_queued() -> bool:
+    from evalsite.llm.probe import model_test_running
 
-    return model_test_last("llm") is not None
+    return model_test_running()
 
 
 def _count_runs(objects: dict[str, Any]) -> None:
@@ -315,12 +318,12 @@ POSTS: dict[str, Post] = {
         status=(302, 200),
         done=lambda o, client: BannerDismissal.objects.filter(user__username="alice", banner="no_model").exists(),
     ),
-    # The Model section with the test's findings (the calls themselves are tested in
+    # The Model section while the test's job runs (the job and its calls are tested in
     # tests/accounts/test_model_test.py).
     "accounts:model_test": Post(
         data=lambda o: {},
         status=(302, 200),
-        done=lambda o, client: _model_tested(),
+        done=lambda o, client: _model_test_queued(),
     ),
     "datasets:mapping_cancel": Post(
         data=lambda o: {},
@@ -370,6 +373,12 @@ POSTS: dict[str, Post] = {
         status=(200, 200),
         done=lambda o, client: True,  # a download: its content is checked in _POST_CONTENT
     ),
+    "suggestions:apply_job_action": Post(
+        data=lambda o: {"action": "cancel"},
+        status=(302, 200),
+        done=lambda o, client: RewriteJob.objects.get(pk=o["job_id"]).status == RewriteJob.Status.CANCELLED,
+        setup=lambda o: RewriteJob.objects.filter(pk=o["job_id"]).update(status=RewriteJob.Status.RUNNING),
+    ),
     "suggestions:verify": Post(
         data=lambda o: {"version": o["second_version_id"], "scope": "all", "request_key": "security-probe"},
         status=(302, 200),
@@ -413,8 +422,8 @@ def test_no_page_or_fragment_shows_a_header_value(client_alice, secret_objects, 
 @pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
 @pytest.mark.parametrize("route", POST_ROUTES, ids=str)
 def test_no_post_response_shows_a_header_value(client_alice, secret_objects, fake_llm, route, htmx):
-    # A model (our fake server, never a hosted one): Generate with AI accepts the job and
-    # Test connection has something to call.
+    # A model (our fake server, never a hosted one): Generate with AI and Test connection
+    # accept their jobs.
     post = POSTS[route.name]
     objects = dict(secret_objects)
     post.setup(objects)

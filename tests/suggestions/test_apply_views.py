@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from agents.models import AgentVersion
 from agents.services import agent_update
-from suggestions.models import Suggestion
+from suggestions.models import RewriteJob, Suggestion
 from tests.suggestions.conftest import edit_post, suggestion
 
 HTMX = {"HX-Request": "true"}
@@ -21,6 +21,10 @@ def _urls(run):
         "confirm": reverse("suggestions:apply_confirm", args=args),
         "diff": reverse("suggestions:apply_diff", args=args),
     }
+
+
+def _job_url(job):
+    return reverse("suggestions:apply_job", args=[job.run.agent_id, job.run_id, job.pk])
 
 
 @pytest.fixture
@@ -144,27 +148,45 @@ def test_without_javascript_confirm_redirects_to_the_run(client_alice, agent, fa
 
 
 @pytest.mark.django_db
-def test_the_model_rewrites_the_field_for_the_preview(client_alice, agent, failing_run, three, fake_llm):
+def test_the_model_rewrites_the_field_for_the_preview(
+    client_alice, agent, failing_run, three, fake_llm, django_capture_on_commit_callbacks, tasks_run_here
+):
     fake_llm.add_rule(task="rewrite", json={"text": "Refunds within 30 days.\n\nHotline: +1 555 0100."})
+    urls = _urls(failing_run)
 
-    response = client_alice.post(_urls(failing_run)["apply"], edit_post(three), headers=HTMX)
+    with django_capture_on_commit_callbacks(execute=True):
+        started = client_alice.post(urls["apply"], edit_post(three), headers=HTMX)
+        # The request answered before the model was asked anything: the rewrite is a job.
+        assert fake_llm.count() == 0
+    assert started.status_code == 200 and 'hx-trigger="every 3s"' in started.content.decode()
+    job = RewriteJob.objects.get(run=failing_run)
 
+    response = client_alice.get(_job_url(job), headers={**HTMX, "HX-Target": "apply-progress"})
+
+    assert response.status_code == 286  # the poll stops: step 2 is here
     html = response.content.decode()
+    assert "Step 2 of 2" in html
     assert "Added: </span>Hotline: +1 555 0100." in html
     assert "Removed: </span>Support is open 9-17 CET on weekdays." in html
     assert fake_llm.count(task="rewrite") == 1
 
 
 @pytest.mark.django_db
-def test_a_model_failure_during_the_rewrite_is_shown_in_step_one(client_alice, failing_run, three, fake_llm, settings):
+def test_a_model_failure_during_the_rewrite_is_shown_in_the_dialog(
+    client_alice, failing_run, three, fake_llm, settings, django_capture_on_commit_callbacks, tasks_run_here
+):
     settings.EVALSITE_LLM_RETRIES = 0
     fake_llm.add_rule(task="rewrite", status=500)
+    with django_capture_on_commit_callbacks(execute=True):
+        client_alice.post(_urls(failing_run)["apply"], edit_post(three), headers=HTMX)
+    job = RewriteJob.objects.get(run=failing_run)
 
-    response = client_alice.post(_urls(failing_run)["apply"], edit_post(three), headers=HTMX)
+    response = client_alice.get(_job_url(job), headers={**HTMX, "HX-Target": "apply-progress"})
 
     html = response.content.decode()
-    assert response.status_code == 200
-    assert "Step 1 of 2" in html and "The model could not rewrite the configuration" in html
+    assert response.status_code == 286 and "hx-trigger" not in html
+    assert "The model could not rewrite the knowledge" in html
+    assert "Try the knowledge again" in html and "Keep the original knowledge" in html
 
 
 @pytest.mark.django_db

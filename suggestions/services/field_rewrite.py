@@ -26,11 +26,12 @@ def suggestion_rewrite_preview(*, run: Run, suggestions: list[Suggestion]) -> di
     preview = {}
     for field, group in by_field.items():
         current = getattr(version, field)
-        preview[field] = (current, _rewrite_field(run, field, current, group))
+        preview[field] = (current, suggestion_field_rewrite(run=run, field=field, current=current, group=group))
     return preview
 
 
-def _rewrite_field(run: Run, field: str, current: str, group: list[Suggestion]) -> str:
+def suggestion_field_rewrite(*, run: Run, field: str, current: str, group: list[Suggestion]) -> str:
+    """One field rewritten for review; with a model, only from a job (suggestions/rewrite.py)."""
     if not llm.is_configured("llm"):
         # Offline: add each suggestion's concrete text (or its description) as a new paragraph.
         additions = [s.proposed_text.strip() or s.description.strip() for s in group]
