@@ -1,3 +1,5 @@
+from decimal import Decimal
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -26,6 +28,8 @@ class Run(models.Model):
     replayed = False
     # Shown while the run's summary is being written (it is written after the run completes).
     SUMMARY_PENDING_NOTE = "Writing the summary…"
+    # Run.stop_reason of a run stopped by its cost cap (runs/services/budget.py).
+    BUDGET_REACHED = "budget reached"
 
     agent = models.ForeignKey("agents.Agent", on_delete=models.CASCADE, related_name="runs")
     agent_version = models.ForeignKey("agents.AgentVersion", on_delete=models.PROTECT, related_name="runs")
@@ -63,6 +67,10 @@ class Run(models.Model):
     summary = models.TextField(blank=True)
     summary_note = models.CharField(max_length=300, blank=True)
 
+    # The hard cost cap (USD): once agent_cost + judge_cost reaches it, no new case starts
+    # and the run is Stopped with stop_reason "budget reached". None: no cap.
+    budget_cap = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    stop_reason = models.CharField(max_length=100, blank=True)
     stop_requested_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -105,6 +113,10 @@ class Run(models.Model):
             and self.status != self.Status.FAILED
             and (self.summary_note == self.SUMMARY_PENDING_NOTE or not (self.summary or self.summary_note))
         )
+
+    @property
+    def cost(self) -> Decimal:
+        return self.agent_cost + self.judge_cost
 
     @property
     def pass_rate(self) -> float | None:
