@@ -14,14 +14,18 @@ cannot know the answers' length) 0.5x-2x. A model litellm has no price for is na
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
 
 from django.db.models import Avg, Count, Q, Sum
 from django.db.models.functions import Length
+from django.utils import timezone
 
+from accounts.models import Team
 from agents.models import Agent, AgentVersion
 from datasets.models import Dataset
 from evalsite import llm
-from runs.models import Result
+from runs.models import Result, Run
 from runs.scoring import JUDGE_INSTRUCTIONS, JUDGE_RUBRIC
 
 CHARS_PER_TOKEN = 4
@@ -51,6 +55,7 @@ class Part:
 
 @dataclass
 class Estimate:
+    cases: int
     results: int
     source: str  # "history" | "prompt"
     source_runs: int
@@ -106,7 +111,7 @@ def run_estimate(*, agent: Agent, dataset: Dataset, concurrency: int) -> Estimat
     expected = cases["expected"] / count / CHARS_PER_TOKEN if count else 0
     agent_prompt = round(_system_tokens(version) + question)
     judge_prompt = round((len(JUDGE_INSTRUCTIONS) + len(JUDGE_RUBRIC)) / CHARS_PER_TOKEN + question + 2 * expected)
-    estimate = Estimate(results=results, source="history" if history else "prompt", source_runs=0)
+    estimate = Estimate(cases=count, results=results, source="history" if history else "prompt", source_runs=0)
     if history:
         estimate.source_runs = history["runs"]
         estimate.factor_low, estimate.factor_high = HISTORY_RANGE
@@ -182,3 +187,38 @@ def _system_tokens(version: AgentVersion | None) -> float:
         return 0
     text = "".join((version.instructions, version.skills, version.knowledge, version.guardrails))
     return len(text) / CHARS_PER_TOKEN
+
+
+# ---- the team's monthly budget ----------------------------------------------------------
+
+MONTHLY_WARNING = 0.8  # the share of the monthly budget at which the pages warn
+
+
+@dataclass
+class MonthlyBudget:
+    budget: Decimal
+    spent: Decimal
+
+    @property
+    def share(self) -> float:
+        return float(self.spent / self.budget) if self.budget else 1.0
+
+    @property
+    def warning(self) -> bool:
+        return self.share >= MONTHLY_WARNING
+
+    @property
+    def reached(self) -> bool:
+        return self.spent >= self.budget
+
+
+def team_month_budget(*, team: Team, now: datetime | None = None) -> MonthlyBudget | None:
+    """What the team's runs recorded this calendar month (agent + judge), against its budget."""
+    if team.monthly_budget is None:
+        return None
+    local = timezone.localtime(now or timezone.now())
+    start = local.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    spent = Run.objects.filter(agent__team=team, created_at__gte=start).aggregate(
+        agent=Sum("agent_cost", default=Decimal(0)), judge=Sum("judge_cost", default=Decimal(0))
+    )
+    return MonthlyBudget(budget=team.monthly_budget, spent=spent["agent"] + spent["judge"])

@@ -8,6 +8,7 @@ from itertools import groupby
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core import signing
@@ -17,16 +18,17 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect, push_url, trigger_client_event
 
 from agents.models import Agent
 from agents.selectors import agent_get_for_user
 from datasets.models import Dataset, Document
+from datasets.selectors import dataset_run_blocker
 from evalsite.http import AuthedRequest
 from evalsite.links import site_url
-from runs import charts, comparison, engine, exporters, selectors, services
-from runs.forms import CompareForm, RerunForm, ResultViewForm
+from runs import charts, comparison, engine, estimate, exporters, selectors, services
+from runs.forms import CompareForm, RerunForm, ResultViewForm, RunStartForm
 from runs.models import Run
 from suggestions.selectors import PanelState, suggestion_panel_get
 
@@ -64,18 +66,43 @@ def _error(request: AuthedRequest, error: ValidationError, fallback: str) -> Htt
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def run_start(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
+    """GET: the start dialog (estimate, cost cap, monthly budget); POST: start the run."""
     agent = _get_agent_for_user(request, agent_id)
     dataset = get_object_or_404(Dataset, pk=dataset_id, agent=agent)
+    form = RunStartForm(request.POST or None, initial={"budget_cap": agent.team.run_budget})
+    if request.method == "GET" or not form.is_valid():
+        return _start_dialog(request, agent, dataset, form)
     try:
         run = services.run_start(
-            agent=agent, dataset=dataset, user=request.user, request_key=request.POST.get("request_key", "")
+            agent=agent,
+            dataset=dataset,
+            user=request.user,
+            request_key=form.cleaned_data["request_key"],
+            budget_cap=form.cap(),
         )
     except ValidationError as error:
         return _error(request, error, reverse("datasets:detail", args=[agent.pk, dataset.pk]))
     messages.success(request, "Evaluation run started")
     return _navigate(request, reverse("runs:detail", args=[agent.pk, run.pk]))
+
+
+def _start_dialog(request: AuthedRequest, agent: Agent, dataset: Dataset, form: RunStartForm) -> HttpResponse:
+    forecast = estimate.run_estimate(agent=agent, dataset=dataset, concurrency=settings.EVALSITE_RUN_CONCURRENCY)
+    context = {
+        "agent": agent,
+        "dataset": dataset,
+        "form": form,
+        "estimate": forecast,
+        "monthly": estimate.team_month_budget(team=agent.team),
+        "run_blocker": dataset_run_blocker(dataset=dataset, case_count=forecast.cases)
+        or selectors.agent_run_blocker(agent=agent),
+    }
+    if not _is_partial(request):
+        return render(request, "runs/run_start.html", context)
+    template = "runs/partials/start_form.html" if request.method == "POST" else "runs/partials/start_dialog.html"
+    return render(request, template, context)
 
 
 @login_required
@@ -137,6 +164,7 @@ def run_list(request: AuthedRequest, agent_id: int) -> HttpResponse:
         "has_any": bool(runs) or (bool(query) and Run.objects.filter(agent=agent).exists()),
         "poll_url": _list_poll_url(agent, runs, query, newest=page == 1),
         "now": timezone.now(),
+        "monthly": estimate.team_month_budget(team=agent.team),
     }
     template = "runs/run_list.html#cards" if _is_partial(request) else "runs/run_list.html"
     return render(request, template, context)
