@@ -8,6 +8,7 @@ urlpatterns = [
     path("poll/", views.run_list_poll, name="list_poll"),
     path("compare/", views.run_compare, name="compare"),
     path("start/<int:dataset_id>/", views.run_start, name="start"),
+    path("start/<int:dataset_id>/dialog/", views.run_start_dialog, name="start_dialog"),
     path("<int:run_id>/", views.run_detail, name="detail"),
     path("<int:run_id>/results/", views.run_results, name="results"),
     path("<int:run_id>/stop/", views.run_stop, name="stop"),

@@ -18,7 +18,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect, push_url, trigger_client_event
 
 from agents.models import Agent
@@ -66,13 +66,21 @@ def _error(request: AuthedRequest, error: ValidationError, fallback: str) -> Htt
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
-def run_start(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
-    """GET: the start dialog (estimate, cost cap, monthly budget); POST: start the run."""
+@require_GET
+def run_start_dialog(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
+    """The start dialog: the estimate, the run's cost cap, the monthly budget."""
     agent = _get_agent_for_user(request, agent_id)
     dataset = get_object_or_404(Dataset, pk=dataset_id, agent=agent)
-    form = RunStartForm(request.POST or None, initial={"budget_cap": agent.team.run_budget})
-    if request.method == "GET" or not form.is_valid():
+    return _start_dialog(request, agent, dataset, RunStartForm(initial={"budget_cap": agent.team.run_budget}))
+
+
+@login_required
+@require_POST
+def run_start(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
+    agent = _get_agent_for_user(request, agent_id)
+    dataset = get_object_or_404(Dataset, pk=dataset_id, agent=agent)
+    form = RunStartForm(request.POST)
+    if not form.is_valid():
         return _start_dialog(request, agent, dataset, form)
     try:
         run = services.run_start(
