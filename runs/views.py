@@ -27,7 +27,7 @@ from datasets.models import Dataset, Document
 from datasets.selectors import dataset_run_blocker
 from evalsite.http import AuthedRequest
 from evalsite.links import site_url
-from runs import charts, comparison, engine, estimate, exporters, selectors, services
+from runs import charts, comparison, engine, estimate, exporters, selectors, services, tools
 from runs.forms import CompareForm, RerunForm, ResultViewForm, RunStartForm
 from runs.models import Run
 from suggestions.selectors import PanelState, suggestion_panel_get
@@ -236,6 +236,7 @@ def run_detail(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespon
         "compare_with": selectors.run_compare_default(run=run),
         "rerun_form": RerunForm(agent=agent),
         "reexecutions": selectors.run_reexecutions(run=run),
+        "tool_rows": tools.run_tool_table(run=run),
     }
     return render(request, "runs/run_detail.html", context)
 
