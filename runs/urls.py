@@ -7,6 +7,7 @@ urlpatterns = [
     path("", views.run_list, name="list"),
     path("poll/", views.run_list_poll, name="list_poll"),
     path("compare/", views.run_compare, name="compare"),
+    path("history/", views.run_history, name="history"),
     path("start/<int:dataset_id>/", views.run_start, name="start"),
     path("start/<int:dataset_id>/dialog/", views.run_start_dialog, name="start_dialog"),
     path("<int:run_id>/", views.run_detail, name="detail"),

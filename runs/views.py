@@ -27,7 +27,7 @@ from datasets.models import Dataset, Document
 from datasets.selectors import dataset_run_blocker
 from evalsite.http import AuthedRequest
 from evalsite.links import site_url
-from runs import charts, comparison, engine, estimate, exporters, selectors, services, tools
+from runs import charts, comparison, engine, estimate, exporters, history, selectors, services, tools
 from runs.forms import CompareForm, RerunForm, ResultViewForm, RunStartForm
 from runs.models import Run
 from suggestions.selectors import PanelState, suggestion_panel_get
@@ -344,6 +344,18 @@ def _charts_context(run: Run, outcomes: list) -> dict[str, Any]:
         "tag_chart": charts.tag_pass_rates(outcomes),
         "charts_ready": True,
     }
+
+
+# ---- history across versions ----------------------------------------------------------
+
+
+@login_required
+@require_GET
+def run_history(request: AuthedRequest, agent_id: int) -> HttpResponse:
+    """Pass rate and mean score per agent version and dataset; the agent page loads the fragment."""
+    agent = _get_agent_for_user(request, agent_id)
+    template = "runs/partials/history.html" if _is_partial(request) else "runs/run_history.html"
+    return render(request, template, history.history_context(agent))
 
 
 # ---- comparison -------------------------------------------------------------------
