@@ -113,7 +113,7 @@ def run_estimate(*, agent: Agent, dataset: Dataset, concurrency: int) -> Estimat
     judge_prompt = round((len(JUDGE_INSTRUCTIONS) + len(JUDGE_RUBRIC)) / CHARS_PER_TOKEN + question + 2 * expected)
     estimate = Estimate(cases=count, results=results, source="history" if history else "prompt", source_runs=0)
     if history:
-        estimate.source_runs = history["runs"]
+        estimate.source_runs = int(history["runs"])
         estimate.factor_low, estimate.factor_high = HISTORY_RANGE
         # Recorded tokens per result are prompt + answer together; the prompt part is what
         # its length says, the rest is the answer (priced at the answer's rate).
@@ -167,9 +167,9 @@ def _history(dataset: Dataset, version: AgentVersion | None) -> dict[str, float]
     if version is None:
         return None
     run_ids = list(
-        dataset.runs.filter(agent_version=version, completed__gt=0).order_by("-id").values_list("id", flat=True)[
-            :HISTORY_RUNS
-        ]
+        dataset.runs.filter(agent_version=version, completed__gt=0)
+        .order_by("-id")
+        .values_list("id", flat=True)[:HISTORY_RUNS]
     )
     if not run_ids:
         return None

@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0002_bannerdismissal'),
+        ("accounts", "0002_bannerdismissal"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='team',
-            name='monthly_budget',
+            model_name="team",
+            name="monthly_budget",
             field=models.DecimalField(blank=True, decimal_places=2, max_digits=12, null=True),
         ),
         migrations.AddField(
-            model_name='team',
-            name='run_budget',
+            model_name="team",
+            name="run_budget",
             field=models.DecimalField(blank=True, decimal_places=2, max_digits=12, null=True),
         ),
     ]

@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runs', '0004_merge_claimed_by_and_number'),
+        ("runs", "0004_merge_claimed_by_and_number"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='budget_cap',
+            model_name="run",
+            name="budget_cap",
             field=models.DecimalField(blank=True, decimal_places=6, max_digits=12, null=True),
         ),
         migrations.AddField(
-            model_name='run',
-            name='stop_reason',
+            model_name="run",
+            name="stop_reason",
             field=models.CharField(blank=True, max_length=100),
         ),
     ]

@@ -39,14 +39,13 @@ def run_stop_at_cap(run: Run, *, cap: Decimal | None) -> bool:
     """
     if cap is None:
         return False
-    stopped = (
-        Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE_STATUSES, budget_cap__lte=F("agent_cost") + F("judge_cost"))
-        .update(
-            status=Run.Status.STOPPED,
-            stop_reason=Run.BUDGET_REACHED,
-            stop_requested_at=timezone.now(),
-            finished_at=timezone.now(),
-        )
+    stopped = Run.objects.filter(
+        pk=run.pk, status__in=Run.ACTIVE_STATUSES, budget_cap__lte=F("agent_cost") + F("judge_cost")
+    ).update(
+        status=Run.Status.STOPPED,
+        stop_reason=Run.BUDGET_REACHED,
+        stop_requested_at=timezone.now(),
+        finished_at=timezone.now(),
     )
     if not stopped:
         return False

@@ -28,7 +28,7 @@ SNAPSHOT_FIELDS = tuple(name for name in CASE_FIELDS if name not in ("question",
 
 
 # run_start's budget_cap when the caller names none: the team's default cap (Team.run_budget).
-TEAM_DEFAULT = "team"
+TEAM_DEFAULT: Literal["team"] = "team"
 
 
 def run_start(

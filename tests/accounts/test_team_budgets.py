@@ -1,10 +1,9 @@
-import pytest
-
-pytestmark = pytest.mark.django_db
-
 from decimal import Decimal
 
+import pytest
 from django.urls import reverse
+
+pytestmark = pytest.mark.django_db
 
 URL = reverse("accounts:team_budgets")
 

@@ -246,7 +246,10 @@ def test_a_run_stopped_at_its_budget_exits_2_with_the_reason(agent, dataset):
 
     run = _finished(agent, dataset, [("pass", 9.0), ("skipped", None)], status=Run.Status.STOPPED)
     Run.objects.filter(pk=run.pk).update(
-        stop_reason=Run.BUDGET_REACHED, budget_cap=Decimal("0.01"), agent_cost=Decimal("0.009"), judge_cost=Decimal("0.002")
+        stop_reason=Run.BUDGET_REACHED,
+        budget_cap=Decimal("0.01"),
+        agent_cost=Decimal("0.009"),
+        judge_cost=Decimal("0.002"),
     )
     args = ("--agent", agent.name, "--dataset", dataset.name, "--wait", "--threshold", "0", "--request-key", "ci-42")
 

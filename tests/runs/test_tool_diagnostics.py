@@ -43,7 +43,10 @@ def _tool_run(agent):
     ]
     for position, (expected, actual, status) in enumerate(specs):
         case = RunCase.objects.create(
-            run=run, position=position, question=f"Q{position}", data={"expected_tools": expected, "check_tool_args": True}
+            run=run,
+            position=position,
+            question=f"Q{position}",
+            data={"expected_tools": expected, "check_tool_args": True},
         )
         Result.objects.create(run=run, case=case, status=status, tool_calls=actual)
     return run
