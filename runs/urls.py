@@ -12,6 +12,7 @@ urlpatterns = [
     path("start/<int:dataset_id>/dialog/", views.run_start_dialog, name="start_dialog"),
     path("<int:run_id>/", views.run_detail, name="detail"),
     path("<int:run_id>/results/", views.run_results, name="results"),
+    path("<int:run_id>/tools/", views.run_tools, name="tools"),
     path("<int:run_id>/stop/", views.run_stop, name="stop"),
     path("<int:run_id>/rerun/", views.run_rerun, name="rerun"),
     path("<int:run_id>/export/json/", views.export_json, name="export_json"),

@@ -236,9 +236,19 @@ def run_detail(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespon
         "compare_with": selectors.run_compare_default(run=run),
         "rerun_form": RerunForm(agent=agent),
         "reexecutions": selectors.run_reexecutions(run=run),
-        "tool_rows": tools.run_tool_table(run=run),
     }
     return render(request, "runs/run_detail.html", context)
+
+
+@login_required
+@require_GET
+def run_tools(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
+    """The tool-call table (runs/tools.py); the run page loads it after the page, so the
+    page's own query budget does not grow with it."""
+    agent, run = _get_run_for_user(request, agent_id, run_id)
+    context = {"agent": agent, "run": run, "tool_rows": tools.run_tool_table(run=run)}
+    template = "runs/partials/tool_table.html" if _is_partial(request) else "runs/run_tools.html"
+    return render(request, template, context)
 
 
 def _live(request: AuthedRequest, agent: Agent, run: Run, view: dict[str, Any]) -> HttpResponse:

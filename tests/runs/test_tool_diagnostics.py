@@ -66,11 +66,24 @@ def test_precision_recall_and_argument_match_per_tool(agent):
     assert (search.precision, search.recall, search.arg_match_rate) == (0.0, None, None)
 
 
-def test_the_run_page_shows_the_tool_table(client_alice, agent):
+def test_the_run_page_loads_the_tool_table(client_alice, agent):
     run = _tool_run(agent)
-    html = client_alice.get(reverse("runs:detail", args=[agent.pk, run.pk])).content.decode()
-    assert 'id="tool-diagnostics"' in html
-    assert "lookup_order" in html and "50%" in html
+    url = reverse("runs:tools", args=[agent.pk, run.pk])
+
+    page = client_alice.get(reverse("runs:detail", args=[agent.pk, run.pk])).content.decode()
+    fragment = client_alice.get(url, HTTP_HX_REQUEST="true").content.decode()
+
+    assert f'hx-get="{url}"' in page
+    assert fragment.lstrip().startswith('<section id="tool-diagnostics"')
+    assert "lookup_order" in fragment and "50%" in fragment
+    assert "<html" in client_alice.get(url).content.decode()
+
+
+def test_a_run_without_expected_tools_has_no_table(client_alice, agent):
+    run = Run.objects.create(agent=agent, agent_version=agent.current_version, dataset_name="Plain")
+    url = reverse("runs:tools", args=[agent.pk, run.pk])
+    assert "tool-diagnostics" not in client_alice.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "No case of this run expects tools." in client_alice.get(url).content.decode()
 
 
 def test_exports_carry_the_diagnosis_and_the_table(agent):

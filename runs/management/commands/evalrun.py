@@ -142,7 +142,6 @@ class Command(BaseCommand):
             "pass_rate": round(rate, 4),
             "threshold": threshold,
             "average_score": run.current_average,
-            "stop_reason": run.stop_reason,
             "ok": code == EXIT_PASSED,
             "exit_code": code,
             "reason": reason or lines[-1],
