@@ -49,9 +49,12 @@ def test_a_run_stops_at_its_cap_keeping_its_results_and_starting_nothing_after(m
     assert (run.completed, run.passed) == (2, 2)
     skipped = Result.objects.filter(run=run, status=Result.Status.SKIPPED)
     assert {r.error for r in skipped} == {"Not run: the run reached its budget cap."}
-    # The fake server saw the agent and the judge of the two cases that ran, nothing more.
+    # The fake server saw the agent and the judge of the two cases that ran, nothing more
+    # (no summary either: the cap is hard).
     assert priced.count("agent", run=run.pk) == 2
     assert priced.count("judge", run=run.pk) == 2
+    assert priced.count("summary", run=run.pk) == 0
+    assert run.summary_note.startswith("No summary: the run reached its budget cap.")
 
 
 def test_a_case_already_calling_when_the_cap_is_reached_finishes_and_is_counted(make_dataset, alice, priced):
