@@ -1,3 +1,4 @@
+from decimal import Decimal
 from typing import Any
 
 from django import forms
@@ -25,6 +26,17 @@ class TeamForm(forms.Form):
         if not name:
             raise forms.ValidationError("Enter a team name.")
         return name
+
+
+class TeamBudgetForm(forms.Form):
+    """The team's budgets in USD; empty means none."""
+
+    run_budget = forms.DecimalField(
+        required=False, min_value=Decimal("0.01"), max_digits=12, decimal_places=2, label="Default cost cap per run"
+    )
+    monthly_budget = forms.DecimalField(
+        required=False, min_value=Decimal("0.01"), max_digits=12, decimal_places=2, label="Monthly budget"
+    )
 
 
 class MemberAddForm(forms.Form):

@@ -9,6 +9,10 @@ class Team(models.Model):
     name = models.CharField(max_length=100)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="teams")
     created_at = models.DateTimeField(auto_now_add=True)
+    # Budgets (USD, None: none). The run cap is the default hard cap of every new run (the
+    # start dialog can change it); the monthly budget warns at 80% of the month's spend.
+    run_budget = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
+    monthly_budget = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
 
     class Meta:
         ordering = ["name"]

@@ -1,5 +1,7 @@
 """Every write in the accounts area: teams, memberships and API tokens."""
 
+from decimal import Decimal
+
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -19,6 +21,13 @@ def team_create(*, user: User, name: str) -> Team:
 def team_update(*, team: Team, name: str) -> Team:
     team.name = name.strip()
     team.save(update_fields=["name"])
+    return team
+
+
+def team_budgets_update(*, team: Team, run_budget: Decimal | None, monthly_budget: Decimal | None) -> Team:
+    """The default cost cap of the team's new runs and its monthly budget (None: none)."""
+    team.run_budget, team.monthly_budget = run_budget, monthly_budget
+    team.save(update_fields=["run_budget", "monthly_budget"])
     return team
 
 

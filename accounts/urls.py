@@ -12,6 +12,7 @@ urlpatterns = [
     path("switch-team/", views.switch_team, name="switch_team"),
     path("teams/new/", views.team_create, name="team_create"),
     path("team/", views.team_update, name="team_update"),
+    path("team/budgets/", views.team_budgets, name="team_budgets"),
     path("team/members/", views.member_add, name="member_add"),
     path("team/members/<int:membership_id>/role/", views.member_role, name="member_role"),
     path("team/members/<int:membership_id>/remove/", views.member_remove, name="member_remove"),

@@ -25,6 +25,7 @@ from accounts.forms import (
     MemberCreateForm,
     MemberRoleForm,
     SwitchTeamForm,
+    TeamBudgetForm,
     TeamForm,
 )
 from accounts.middleware import SESSION_KEY
@@ -128,6 +129,7 @@ def _settings_context(request: AuthedRequest, **overrides: Any) -> dict[str, Any
         "roles": Membership.Role.choices,
         "tokens": selectors.api_token_list(user=request.user),
         "team_form": TeamForm(initial={"name": team.name}),
+        "budget_form": TeamBudgetForm(initial={"run_budget": team.run_budget, "monthly_budget": team.monthly_budget}),
         "add_form": MemberAddForm(),
         "create_form": MemberCreateForm(),
         "add_mode": "existing",
@@ -254,6 +256,19 @@ def team_update(request: AuthedRequest) -> HttpResponse:
         return _render_settings(request, "team_section", team_form=form)
     services.team_update(team=team, name=form.cleaned_data["name"])
     return _done(request, "team_section", "Team renamed.")
+
+
+@login_required
+@require_POST
+def team_budgets(request: AuthedRequest) -> HttpResponse:
+    team = _get_team_for_owner(request)
+    form = TeamBudgetForm(request.POST)
+    if not form.is_valid():
+        return _render_settings(request, "budgets_section", budget_form=form)
+    services.team_budgets_update(
+        team=team, run_budget=form.cleaned_data["run_budget"], monthly_budget=form.cleaned_data["monthly_budget"]
+    )
+    return _done(request, "budgets_section", "Budgets saved.")
 
 
 @login_required

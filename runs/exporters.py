@@ -12,14 +12,16 @@ JSON shape (`"format": "evalsite.run", "version": 1`):
               pass_rate (0-1 over the cases as written, every repeat), average_score,
               robustness, consistency, agent_tokens, judge_tokens, agent_cost, judge_cost,
               summary, summary_note, created_by, created_at, started_at, finished_at,
-              duration_seconds},
+              duration_seconds, budget_cap, stop_reason,
+              tools: [{tool, expected, called, precision, recall, argument_match_rate}]},
       "results": [{id, case: {position, number (both 1-based), case_id, question, expected_answer,
                    tags, documents, ...every other snapshot field},
                    repeat (from 1), variant (0: as written), status, question, actual_answer, conversation,
                    tool_calls, retrieval_context, trace_id, score, verdict, reasoning,
                    error, scorers: [{name, label, score, passed, detail}], duration_ms,
                    agent_tokens, judge_tokens, agent_cost, judge_cost, attempts,
-                   queued_at, claimed_at, finished_at}, ...]
+                   queued_at, claimed_at, finished_at,
+                   tool_diagnosis: {matched, missing, extra, wrong_args} or null}, ...]
     }
 
 Results are in case order (then repeat, then variant). Costs are USD as numbers.
@@ -46,7 +48,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from datasets.fields import neutralise
-from runs import charts, selectors
+from runs import charts, selectors, tools
 from runs.models import Result, Run
 
 FORMAT_NAME = "evalsite.run"
@@ -58,6 +60,8 @@ XLSX_CELL_LIMIT = 32_767
 # Characters XML 1.0 forbids: openpyxl refuses them, so they are dropped from cells.
 _ILLEGAL_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
+# Tool-use diagnostics per result (runs/tools.py): tool names, "; "-separated.
+TOOL_COLUMNS = ("tools_matched", "tools_missing", "tools_extra", "tools_wrong_args")
 CSV_COLUMNS = (
     "run_id",
     "case_number",
@@ -82,6 +86,7 @@ CSV_COLUMNS = (
     "judge_cost_usd",
     "trace_id",
     "finished_at",
+    *TOOL_COLUMNS,
 )
 
 
@@ -195,6 +200,9 @@ def _run_data(run: Run, results: list[Result], *, site_url: str | None = None) -
         "started_at": _iso(run.started_at),
         "finished_at": _iso(run.finished_at),
         "duration_seconds": selectors.run_duration_seconds(run),
+        "budget_cap": None if run.budget_cap is None else float(run.budget_cap),
+        "stop_reason": run.stop_reason,
+        "tools": [row.as_dict() for row in tools.run_tool_table(run=run)],
     }
 
 
@@ -216,6 +224,8 @@ def _result_data(result: Result) -> dict[str, Any]:
         value = getattr(result, field.name)
         data[field.name] = float(value) if isinstance(value, Decimal) else value
     data["repeat"] = result.repeat + 1
+    diagnosis = tools.result_diagnosis(result)
+    data["tool_diagnosis"] = diagnosis.as_dict() if diagnosis else None
     return data
 
 
@@ -261,7 +271,15 @@ def _result_row(run: Run, result: Result) -> list[Any]:
         float(result.judge_cost),
         result.trace_id,
         result.finished_at,  # ISO text in CSV, a date cell in XLSX
+        *_tool_cells(result),
     ]
+
+
+def _tool_cells(result: Result) -> list[str]:
+    diagnosis = tools.result_diagnosis(result)
+    if diagnosis is None:
+        return [""] * len(TOOL_COLUMNS)
+    return ["; ".join(names) for names in diagnosis.as_dict().values()]
 
 
 def _scorer_text(row: dict[str, Any]) -> str:
@@ -281,6 +299,8 @@ def _summary_rows(run: Run, site_url: str | None = None) -> list[tuple[str, Any]
         ("Dataset", run.dataset_name),
         ("Status", run.get_status_display()),
         ("Error", run.error),
+        ("Stopped because", run.stop_reason),
+        ("Cost cap (USD)", None if run.budget_cap is None else float(run.budget_cap)),
         ("Scorer", run.get_scorer_display() + (f" ({run.judge_model})" if run.judge_model else "")),
         ("Pass threshold", run.pass_threshold),
         ("Results scored (cases as written, every repeat)", run.passed + run.failed + run.errored),

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from decimal import Decimal
+from typing import Any, Literal
 
 from django import forms
 
@@ -111,3 +112,21 @@ class MatrixForm(forms.Form):
         if any(not runs_share_dataset(runs[0], run) for run in runs[1:]):
             raise forms.ValidationError("Pick runs of the same dataset.")
         return runs
+
+
+class RunStartForm(forms.Form):
+    """The start dialog: a one-time key and the run's cost cap (blank: no cap)."""
+
+    request_key = forms.CharField(required=False, max_length=64)
+    budget_cap = forms.DecimalField(
+        required=False,
+        min_value=Decimal("0.01"),
+        max_digits=12,
+        decimal_places=2,
+        label="Stop the run when it has cost (USD)",
+        error_messages={"min_value": "Enter a cap of at least $0.01, or leave it empty for no cap."},
+    )
+
+    def cap(self) -> Decimal | None | Literal["team"]:
+        """The cap asked for; "team" (the team's default) when the form did not send the field."""
+        return self.cleaned_data["budget_cap"] if "budget_cap" in self.data else "team"

@@ -1,3 +1,5 @@
+from decimal import Decimal
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -28,6 +30,8 @@ class Run(models.Model):
     replayed = False
     # Shown while the run's summary is being written (it is written after the run completes).
     SUMMARY_PENDING_NOTE = "Writing the summary…"
+    # Run.stop_reason of a run stopped by its cost cap (runs/services/budget.py).
+    BUDGET_REACHED = "budget reached"
 
     agent = models.ForeignKey("agents.Agent", on_delete=models.CASCADE, related_name="runs")
     agent_version = models.ForeignKey("agents.AgentVersion", on_delete=models.PROTECT, related_name="runs")
@@ -65,6 +69,10 @@ class Run(models.Model):
     summary = models.TextField(blank=True)
     summary_note = models.CharField(max_length=300, blank=True)
 
+    # The hard cost cap (USD): once agent_cost + judge_cost reaches it, no new case starts
+    # and the run is Stopped with stop_reason "budget reached". None: no cap.
+    budget_cap = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    stop_reason = models.CharField(max_length=100, blank=True)
     stop_requested_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -112,6 +120,10 @@ class Run(models.Model):
     def pass_threshold(self) -> int:
         """The judge's score a case needed to pass, as the run's scoring snapshot says."""
         return self.scoring.get("pass_threshold", DEFAULT_PASS_THRESHOLD)
+
+    @property
+    def cost(self) -> Decimal:
+        return self.agent_cost + self.judge_cost
 
     @property
     def pass_rate(self) -> float | None:

@@ -387,7 +387,7 @@ def trajectory_match(
     """(matched, what went wrong). Args, when checked, must hold every expected key with an equal value."""
 
     def fits(call: dict[str, Any], want: dict[str, Any]) -> bool:
-        return _call_fits(call, want, check_args)
+        return call_fits(call, want, check_args)
 
     if mode == "strict":
         if len(actual) != len(expected):
@@ -424,7 +424,12 @@ def _unmatched_text(actual: list[dict[str, Any]], expected: list[dict[str, Any]]
 
 
 def _matching(actual: list[dict[str, Any]], expected: list[dict[str, Any]], fits: Any) -> int:
-    """Size of a maximum matching between calls and expectations (augmenting paths; lists are short)."""
+    """Size of a maximum matching between calls and expectations."""
+    return len(matching_pairs(actual, expected, fits))
+
+
+def matching_pairs(actual: list[dict[str, Any]], expected: list[dict[str, Any]], fits: Any) -> dict[int, int]:
+    """A maximum matching, as {actual index: expected index} (augmenting paths; lists are short)."""
     owner: dict[int, int] = {}  # actual index -> expected index
 
     def assign(want_index: int, seen: set[int]) -> bool:
@@ -437,10 +442,12 @@ def _matching(actual: list[dict[str, Any]], expected: list[dict[str, Any]], fits
                 return True
         return False
 
-    return sum(1 for want_index in range(len(expected)) if assign(want_index, set()))
+    for want_index in range(len(expected)):
+        assign(want_index, set())
+    return owner
 
 
-def _call_fits(call: dict[str, Any], want: dict[str, Any], check_args: bool) -> bool:
+def call_fits(call: dict[str, Any], want: dict[str, Any], check_args: bool) -> bool:
     if str(call.get("name", "")).strip().lower() != str(want.get("name", "")).strip().lower():
         return False
     if not check_args:

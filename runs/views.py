@@ -1,6 +1,6 @@
 """Run pages: the runs tab (search, one poll for the list), the run page (live summary and
-result cards, filters, re-run), comparison, exports, plus start, stop and the signed
-document link for HTTP agents."""
+result cards, filters, re-run), comparison, plus start and stop. Exports and the signed
+document link for HTTP agents are runs/export_views.py."""
 
 from __future__ import annotations
 
@@ -8,26 +8,25 @@ from itertools import groupby
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core import signing
 from django.core.exceptions import ValidationError
-from django.http import FileResponse, Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect, push_url, trigger_client_event
 
 from agents.models import Agent
-from agents.selectors import agent_get_for_user
-from datasets.models import Dataset, Document
+from agents.selectors import agent_get_for_user, agent_run_blocker
+from datasets.models import Dataset
+from datasets.selectors import dataset_run_blocker
 from evalsite.http import AuthedRequest, is_partial
-from evalsite.links import site_url
-from runs import charts, comparison, engine, exporters, selectors, services
+from runs import charts, comparison, estimate, history, selectors, services, tools
 from runs.baseline import baseline_box_get
-from runs.forms import CompareForm, MatrixForm, RerunForm, ResultViewForm
+from runs.forms import CompareForm, MatrixForm, RerunForm, ResultViewForm, RunStartForm
 from runs.matrix import run_matrix
 from runs.models import Run
 
@@ -64,18 +63,51 @@ def _error(request: AuthedRequest, error: ValidationError, fallback: str) -> Htt
 
 
 @login_required
+@require_GET
+def run_start_dialog(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
+    """The start dialog: the estimate, the run's cost cap, the monthly budget."""
+    agent = _get_agent_for_user(request, agent_id)
+    dataset = get_object_or_404(Dataset, pk=dataset_id, agent=agent)
+    return _start_dialog(request, agent, dataset, RunStartForm(initial={"budget_cap": agent.team.run_budget}))
+
+
+@login_required
 @require_POST
 def run_start(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
     agent = _get_agent_for_user(request, agent_id)
     dataset = get_object_or_404(Dataset, pk=dataset_id, agent=agent)
+    form = RunStartForm(request.POST)
+    if not form.is_valid():
+        return _start_dialog(request, agent, dataset, form)
     try:
         run = services.run_start(
-            agent=agent, dataset=dataset, user=request.user, request_key=request.POST.get("request_key", "")
+            agent=agent,
+            dataset=dataset,
+            user=request.user,
+            request_key=form.cleaned_data["request_key"],
+            budget_cap=form.cap(),
         )
     except ValidationError as error:
         return _error(request, error, reverse("datasets:detail", args=[agent.pk, dataset.pk]))
     messages.success(request, "Evaluation run started")
     return _navigate(request, reverse("runs:detail", args=[agent.pk, run.pk]))
+
+
+def _start_dialog(request: AuthedRequest, agent: Agent, dataset: Dataset, form: RunStartForm) -> HttpResponse:
+    forecast = estimate.run_estimate(agent=agent, dataset=dataset, concurrency=settings.EVALSITE_RUN_CONCURRENCY)
+    context = {
+        "agent": agent,
+        "dataset": dataset,
+        "form": form,
+        "estimate": forecast,
+        "monthly": estimate.team_month_budget(team=agent.team),
+        "run_blocker": dataset_run_blocker(dataset=dataset, case_count=forecast.cases)
+        or agent_run_blocker(agent=agent),
+    }
+    if not is_partial(request):
+        return render(request, "runs/run_start.html", context)
+    template = "runs/partials/start_form.html" if request.method == "POST" else "runs/partials/start_dialog.html"
+    return render(request, template, context)
 
 
 @login_required
@@ -154,6 +186,7 @@ def run_list(request: AuthedRequest, agent_id: int) -> HttpResponse:
         "has_any": bool(runs) or (bool(query) and Run.objects.filter(agent=agent).exists()),
         "poll_url": _list_poll_url(agent, runs, query, newest=page == 1),
         "now": timezone.now(),
+        "monthly": estimate.team_month_budget(team=agent.team),
     }
     template = "runs/run_list.html#cards" if is_partial(request) else "runs/run_list.html"
     return render(request, template, context)
@@ -221,6 +254,17 @@ def run_detail(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespon
         "baseline_box": baseline_box_get(run=run),
     }
     return render(request, "runs/run_detail.html", context)
+
+
+@login_required
+@require_GET
+def run_tools(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
+    """The tool-call table (runs/tools.py); the run page loads it after the page, so the
+    page's own query budget does not grow with it."""
+    agent, run = _get_run_for_user(request, agent_id, run_id)
+    context = {"agent": agent, "run": run, "tool_rows": tools.run_tool_table(run=run)}
+    template = "runs/partials/tool_table.html" if is_partial(request) else "runs/run_tools.html"
+    return render(request, template, context)
 
 
 def _live(request: AuthedRequest, agent: Agent, run: Run, view: dict[str, Any]) -> HttpResponse:
@@ -327,6 +371,18 @@ def _charts_context(run: Run, outcomes: list) -> dict[str, Any]:
     }
 
 
+# ---- history across versions ----------------------------------------------------------
+
+
+@login_required
+@require_GET
+def run_history(request: AuthedRequest, agent_id: int) -> HttpResponse:
+    """Pass rate and mean score per agent version and dataset; the agent page loads the fragment."""
+    agent = _get_agent_for_user(request, agent_id)
+    template = "runs/partials/history.html" if is_partial(request) else "runs/run_history.html"
+    return render(request, template, history.history_context(agent))
+
+
 # ---- comparison -------------------------------------------------------------------
 
 
@@ -368,83 +424,6 @@ def _dataset_label(run: Run) -> str:
 
 def _selected(form: CompareForm, name: str) -> str:
     return str(form.data.get(name, "")) if form.is_bound else ""
-
-
-# ---- exports ------------------------------------------------------------------------
-
-
-def _download(content: bytes | str, content_type: str, filename: str) -> HttpResponse:
-    response = HttpResponse(content, content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
-
-
-@login_required
-@require_GET
-def export_json(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
-    _, run = _get_run_for_user(request, agent_id, run_id)
-    return _download(
-        exporters.run_export_json(run, site_url=site_url(request)),
-        "application/json",
-        exporters.export_filename(run, "json"),
-    )
-
-
-@login_required
-@require_GET
-def export_csv(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
-    _, run = _get_run_for_user(request, agent_id, run_id)
-    # A byte-order mark, so spreadsheet programs read the file as UTF-8.
-    content = "\ufeff" + exporters.run_export_csv(run)
-    return _download(content, "text/csv; charset=utf-8", exporters.export_filename(run, "csv"))
-
-
-@login_required
-@require_GET
-def export_xlsx(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
-    _, run = _get_run_for_user(request, agent_id, run_id)
-    content_type = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-    return _download(
-        exporters.run_export_xlsx(run, site_url=site_url(request)), content_type, exporters.export_filename(run, "xlsx")
-    )
-
-
-@login_required
-@require_GET
-def export_html(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
-    _, run = _get_run_for_user(request, agent_id, run_id)
-    return _download(
-        exporters.run_export_html(run, site_url=site_url(request)),
-        "text/html; charset=utf-8",
-        exporters.export_filename(run, "html"),
-    )
-
-
-# ---- documents for HTTP agents ------------------------------------------------------------
-
-
-@never_cache
-@require_GET
-def document_signed(request: AuthedRequest, agent_id: int, token: str) -> HttpResponse | FileResponse:
-    """A case document for an HTTP agent: no login, but a signed link that expires
-    (EVALSITE_DOCUMENT_URL_TTL) and names the run it was made for."""
-    try:
-        claims = engine.document_token_load(token)
-    except signing.SignatureExpired:
-        return HttpResponse("This document link has expired.", status=410, content_type="text/plain")
-    except signing.BadSignature:
-        return HttpResponse("This document link is not valid.", status=403, content_type="text/plain")
-    # Both keys are always there: engine.document_url is the only signer with this salt.
-    run = Run.objects.select_related("agent").filter(pk=claims["r"], agent_id=agent_id).first()
-    document = Document.objects.filter(pk=claims["d"]).first()
-    if run is None or document is None or document.team_id != run.agent.team_id or not document.file:
-        raise Http404("No such document")
-    try:
-        handle = document.file.open("rb")
-    except FileNotFoundError as exc:
-        raise Http404("The document's file is gone") from exc
-    # Always a download, never rendered on our origin (check 8 in docs/architecture.md).
-    return FileResponse(handle, as_attachment=True, filename=document.original_name)
 
 
 # ---- helpers -------------------------------------------------------------------------

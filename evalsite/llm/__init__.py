@@ -33,7 +33,7 @@ from evalsite.llm.client import (
     timeout_for,
 )
 from evalsite.llm.errors import LLMError, LLMNotConfigured
-from evalsite.llm.results import LLMResult, log_success, measured, summed
+from evalsite.llm.results import LLMResult, log_success, measured, price, summed
 from evalsite.llm.structured import parse_json_answer
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "max_tokens_for",
     "model_for",
     "parse_json_answer",
+    "price",
     "timeout_for",
     "warm_up",
 ]

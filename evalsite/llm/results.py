@@ -118,3 +118,20 @@ def _register_unpriced(litellm: ModuleType, model: str, provider: str) -> None:
         logger.info("Could not register model %s at zero price with litellm", model, exc_info=True)
     finally:
         litellm_logger.setLevel(level)
+
+
+def price(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """USD for one call of `model` by litellm's price list (litellm.cost_per_token), or None
+    when litellm has no price for it (a local or self-hosted model, one we registered at
+    zero above because it had none)."""
+    from evalsite.llm.client import litellm_module
+
+    if not model or model in _UNPRICED_MODELS or model.split("/", 1)[-1] in _UNPRICED_MODELS:
+        return None
+    try:
+        prompt, completion = litellm_module().cost_per_token(
+            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+        )
+    except Exception:  # litellm raises for a model it has no entry for
+        return None
+    return float(prompt) + float(completion)

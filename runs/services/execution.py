@@ -20,6 +20,7 @@ from agents.models import AgentVersion
 from evalsite import workers
 from runs import engine
 from runs.models import Result, Run
+from runs.services import budget
 from runs.services.dispatch import enqueue_finish, money, queue_pending
 from runs.services.lifecycle import run_fail
 
@@ -36,7 +37,7 @@ def run_execute_case(*, result_id: int, token: str, retry: bool = False) -> None
     without counting an attempt, since `attempts` counts workers lost on this case.
     """
     result = _result_claim(result_id, token, count_attempt=not retry)
-    if result is None:
+    if result is None or budget.claim_over_budget(result, token):
         return
     run = result.run
     if result.attempts > 1:
@@ -154,6 +155,7 @@ def _result_save(result: Result, token: str, outcome: engine.Outcome) -> None:
             if outcome.score is not None:
                 counters["score_total"] = F("score_total") + outcome.score
         Run.objects.filter(pk=run.pk).update(**counters)
+        budget.run_stop_at_cap(run, cap=result.run.budget_cap)  # reached: Stopped, the slot is not handed on
         # This case freed one slot: hand it to the next pending case. One for one keeps the
         # window full without counting it (the reaper counts, under the same lock).
         if run.is_active and queue_pending(run.pk, 1):

@@ -134,6 +134,10 @@ def _run_summarize(run: Run) -> None:
         note = "No summary: the run failed before its cases were scored."
     elif run.completed == 0:
         note = "No summary: no case finished."
+    elif run.stop_reason == Run.BUDGET_REACHED:  # a hard cap: no model call after it
+        note = "No summary: the run reached its budget cap. " + _stopped_text(
+            run, ending="so the figures above cover only the {finished} that finished."
+        )
     elif not llm.is_configured("llm"):
         note = "No summary: no model is configured. " + (
             _stopped_text(run, ending="so the figures above cover only the {finished} that finished.")

@@ -4,7 +4,8 @@ re-runs of a run's failed cases, and the verify runs of a change."""
 from __future__ import annotations
 
 import random
-from typing import Any
+from decimal import Decimal
+from typing import Any, Literal
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -29,11 +30,23 @@ AGENT_NOT_RUNNABLE = "agent_not_runnable"
 SNAPSHOT_FIELDS = tuple(name for name in CASE_FIELD_NAMES if name not in ("question", "expected_answer", "case_id"))
 
 
-def run_start(*, agent: Agent, dataset: Dataset, user: User | None, request_key: str = "") -> Run:
+# run_start's budget_cap when the caller names none: the team's default cap (Team.run_budget).
+TEAM_DEFAULT: Literal["team"] = "team"
+
+
+def run_start(
+    *,
+    agent: Agent,
+    dataset: Dataset,
+    user: User | None,
+    request_key: str = "",
+    budget_cap: Decimal | None | Literal["team"] = TEAM_DEFAULT,
+) -> Run:
     """Snapshot the dataset, pin the agent's current version and queue the first cases.
 
     The same request_key (a form's one-time token, an API Idempotency-Key) never makes a
-    second run: a double click or a replayed POST gets the first run back.
+    second run: a double click or a replayed POST gets the first run back. `budget_cap`
+    (USD, None for none) is the run's hard cost cap, by default the team's.
     """
     request_key = request_key.strip()[:64]
     if request_key and (existing := _run_for_key(agent, request_key)):
@@ -52,6 +65,7 @@ def run_start(*, agent: Agent, dataset: Dataset, user: User | None, request_key:
                 snapshots=[_case_snapshot(case, number=index) for index, case in enumerate(cases, start=1)],
                 user=user,
                 request_key=request_key,
+                budget_cap=agent.team.run_budget if isinstance(budget_cap, str) else budget_cap,
             )
     except IntegrityError:
         # Two submissions raced past the lookup; the unique (agent, request_key) kept one.
@@ -109,6 +123,7 @@ def run_rerun(
             request_key=request_key,
             parent=run,
             purpose=purpose,
+            budget_cap=run.agent.team.run_budget,
         )
 
 
@@ -195,6 +210,7 @@ def _run_create(
     dataset_name: str = "",
     parent: Run | None = None,
     purpose: str = Run.Purpose.RUN,
+    budget_cap: Decimal | None = None,
 ) -> Run:
     judge_model = llm.model_for("judge", scoring.get("judge_model") or None)
     run = Run.objects.create(
@@ -209,6 +225,7 @@ def _run_create(
         scorer=Run.Scorer.LLM if judge_model else Run.Scorer.OFFLINE,
         concurrency=max(1, settings.EVALSITE_RUN_CONCURRENCY),
         request_key=request_key,
+        budget_cap=budget_cap,
         created_by=user if user is not None and user.is_authenticated else None,
     )
     cases = RunCase.objects.bulk_create(

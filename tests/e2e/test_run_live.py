@@ -73,7 +73,9 @@ def _dataset(agent, name: str, cases: int, failing: int = 0):
 
 def _start_from_dataset_page(page: Page, live_server, dataset) -> Run:
     page.goto(f"{live_server.url}/agents/{dataset.agent_id}/datasets/{dataset.pk}/")
+    page.wait_for_load_state("networkidle")  # htmx loaded: the button opens the start dialog
     page.get_by_role("button", name="Run Evaluation").click()
+    page.get_by_role("dialog").get_by_role("button", name="Start run").click()  # the start dialog
     page.wait_for_url("**/runs/*/")
     return Run.objects.get(dataset=dataset)
 

@@ -238,3 +238,25 @@ def test_a_real_run_through_a_worker(celery_worker, make_dataset, agent, no_llm,
     code, out, _ = _evalrun("--agent", str(agent.pk), "--dataset", str(dataset.pk), "--wait", "--interval", "0.3")
     assert code == 1  # the default threshold: every case
     assert "Results: 4/5 passed (80.0%)" in out
+
+
+@pytest.mark.django_db
+def test_a_run_stopped_at_its_budget_exits_2_with_the_reason(agent, dataset):
+    from decimal import Decimal
+
+    run = _finished(agent, dataset, [("pass", 9.0), ("skipped", None)], status=Run.Status.STOPPED)
+    Run.objects.filter(pk=run.pk).update(
+        stop_reason=Run.BUDGET_REACHED,
+        budget_cap=Decimal("0.01"),
+        agent_cost=Decimal("0.009"),
+        judge_cost=Decimal("0.002"),
+    )
+    args = ("--agent", agent.name, "--dataset", dataset.name, "--wait", "--threshold", "0", "--request-key", "ci-42")
+
+    code, out, _ = _evalrun(*args)
+    assert code == 2
+    assert f"Run #{run.pk} was stopped: budget reached ($0.0110 of its $0.01 cap), before it finished" in out
+    code, out, _ = _evalrun(*args, "--json")
+    data = json.loads(out)
+    assert (code, data["exit_code"], data["ok"]) == (2, 2, False)
+    assert "budget reached" in data["reason"]

@@ -224,6 +224,11 @@ POSTS: dict[str, Post] = {
         status=(302, 200),
         done=lambda o, client: Team.objects.filter(name="Renamed team").exists(),
     ),
+    "accounts:team_budgets": Post(
+        data=lambda o: {"run_budget": "2.50", "monthly_budget": "40"},
+        status=(302, 200),
+        done=lambda o, client: Team.objects.filter(run_budget=2.5, monthly_budget=40).exists(),
+    ),
     "accounts:member_add": Post(
         data=lambda o: {"mode": "existing", "username": "dave", "role": "member"},
         status=(302, 200),

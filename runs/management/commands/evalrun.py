@@ -209,6 +209,8 @@ def _unfinished_reason(run: Run) -> str:
         cases = selectors.case_outcome_list(run=run)
         missing = sum(1 for outcome in cases if outcome.status == selectors.CASE_SKIPPED)
         when = f" at {timezone.localtime(run.stop_requested_at):%H:%M:%S}" if run.stop_requested_at else ""
+        if run.stop_reason == Run.BUDGET_REACHED:  # the run's cost cap (runs/services/budget.py)
+            when += f": budget reached (${run.agent_cost + run.judge_cost:.4f} of its ${run.budget_cap:.2f} cap),"
         return (
             f"Run #{run.pk} was stopped{when} before it finished: {missing} of {len(cases)} "
             f"case{'s' if len(cases) != 1 else ''} were not run."

@@ -1,0 +1,100 @@
+"""A run's downloads: the exports (JSON, CSV, XLSX, HTML report) and the signed document link
+an HTTP agent fetches a case's attachment with."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core import signing
+from django.http import FileResponse, Http404, HttpResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+from agents.models import Agent
+from agents.selectors import agent_get_for_user
+from datasets.models import Document
+from evalsite.http import AuthedRequest
+from evalsite.links import site_url
+from runs import engine, exporters, selectors
+from runs.models import Run
+
+
+def _get_run_for_user(request: AuthedRequest, agent_id: int, run_id: int) -> tuple[Agent, Run]:
+    agent = agent_get_for_user(user=request.user, agent_id=agent_id)
+    return agent, selectors.run_get(agent=agent, run_id=run_id)
+
+
+# ---- exports ------------------------------------------------------------------------
+
+
+def _download(content: bytes | str, content_type: str, filename: str) -> HttpResponse:
+    response = HttpResponse(content, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@login_required
+@require_GET
+def export_json(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
+    _, run = _get_run_for_user(request, agent_id, run_id)
+    return _download(
+        exporters.run_export_json(run, site_url=site_url(request)),
+        "application/json",
+        exporters.export_filename(run, "json"),
+    )
+
+
+@login_required
+@require_GET
+def export_csv(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
+    _, run = _get_run_for_user(request, agent_id, run_id)
+    # A byte-order mark, so spreadsheet programs read the file as UTF-8.
+    content = "\ufeff" + exporters.run_export_csv(run)
+    return _download(content, "text/csv; charset=utf-8", exporters.export_filename(run, "csv"))
+
+
+@login_required
+@require_GET
+def export_xlsx(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
+    _, run = _get_run_for_user(request, agent_id, run_id)
+    content_type = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+    return _download(
+        exporters.run_export_xlsx(run, site_url=site_url(request)), content_type, exporters.export_filename(run, "xlsx")
+    )
+
+
+@login_required
+@require_GET
+def export_html(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
+    _, run = _get_run_for_user(request, agent_id, run_id)
+    return _download(
+        exporters.run_export_html(run, site_url=site_url(request)),
+        "text/html; charset=utf-8",
+        exporters.export_filename(run, "html"),
+    )
+
+
+# ---- documents for HTTP agents ------------------------------------------------------------
+
+
+@never_cache
+@require_GET
+def document_signed(request: AuthedRequest, agent_id: int, token: str) -> HttpResponse | FileResponse:
+    """A case document for an HTTP agent: no login, but a signed link that expires
+    (EVALSITE_DOCUMENT_URL_TTL) and names the run it was made for."""
+    try:
+        claims = engine.document_token_load(token)
+    except signing.SignatureExpired:
+        return HttpResponse("This document link has expired.", status=410, content_type="text/plain")
+    except signing.BadSignature:
+        return HttpResponse("This document link is not valid.", status=403, content_type="text/plain")
+    # Both keys are always there: engine.document_url is the only signer with this salt.
+    run = Run.objects.select_related("agent").filter(pk=claims["r"], agent_id=agent_id).first()
+    document = Document.objects.filter(pk=claims["d"]).first()
+    if run is None or document is None or document.team_id != run.agent.team_id or not document.file:
+        raise Http404("No such document")
+    try:
+        handle = document.file.open("rb")
+    except FileNotFoundError as exc:
+        raise Http404("The document's file is gone") from exc
+    # Always a download, never rendered on our origin (check 8 in docs/architecture.md).
+    return FileResponse(handle, as_attachment=True, filename=document.original_name)
