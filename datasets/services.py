@@ -23,7 +23,7 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from agents.models import Agent
-from datasets.models import Dataset, Document, TestCase
+from datasets.models import ALIGNMENT_MAX, RESAMPLES_MAX, Dataset, Document, TestCase
 
 MAX_TEXT_CHARS = 200_000
 MAX_TURNS = 50
@@ -80,7 +80,17 @@ SCORING_FIELDS = (
     "number_of_requests",
     "jaccard_enabled",
     "vector_enabled",
+    "judge_resamples",
+    "alignment_examples",
 )
+# Called with the dataset after its scoring settings changed. runs registers the hook that makes
+# the dataset's new judge configuration (runs.judging), since datasets may not import runs.
+_scoring_changed_hooks: list[Callable[[Dataset], None]] = []
+
+
+def register_scoring_changed_hook(hook: Callable[[Dataset], None]) -> None:
+    if hook not in _scoring_changed_hooks:
+        _scoring_changed_hooks.append(hook)
 
 
 # ---- field normalisation -------------------------------------------------------
@@ -354,7 +364,7 @@ def dataset_name_clean(name: Any) -> str:
 
 def scoring_fields_clean(data: Mapping[str, Any]) -> dict[str, Any]:
     """Validate scoring settings (criteria, judge model and prompt, threshold 0-10,
-    repeats 1-10, similarity switches). Raises ValidationError({field: [message]})."""
+    repeats 1-10, similarity switches, judge re-samples 0-4, alignment examples 0-10). Raises ValidationError({field: [message]})."""
     cleaned: dict[str, Any] = {}
     errors: dict[str, list[str]] = {}
     for key, value in data.items():
@@ -367,6 +377,10 @@ def scoring_fields_clean(data: Mapping[str, Any]) -> dict[str, Any]:
                 cleaned[key] = _bounded_int(value, 0, 10)
             elif key == "number_of_requests":
                 cleaned[key] = _bounded_int(value, 1, 10)
+            elif key == "judge_resamples":
+                cleaned[key] = _bounded_int(value, 0, RESAMPLES_MAX)
+            elif key == "alignment_examples":
+                cleaned[key] = _bounded_int(value, 0, ALIGNMENT_MAX)
             elif key in ("jaccard_enabled", "vector_enabled"):
                 cleaned[key] = _bool(value)
             else:
@@ -482,6 +496,8 @@ def dataset_update_settings(*, dataset: Dataset, **scoring: Any) -> Dataset:
     for key, value in cleaned.items():
         setattr(dataset, key, value)
     dataset.save(update_fields=[*cleaned, "updated_at"])
+    for hook in _scoring_changed_hooks:
+        hook(dataset)
     return dataset
 
 

@@ -4,3 +4,10 @@ from django.apps import AppConfig
 class RunsConfig(AppConfig):
     name = "runs"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from datasets.services import register_scoring_changed_hook
+        from runs.judging import dataset_scoring_changed
+
+        # Each change of a dataset's scoring settings makes its new judge configuration.
+        register_scoring_changed_hook(dataset_scoring_changed)

@@ -17,6 +17,7 @@ How a run moves (docs/architecture.md, "The run window"):
 from runs.services.execution import MAX_CASE_ATTEMPTS, run_execute_case
 from runs.services.lifecycle import run_fail, run_finish, run_stop
 from runs.services.reaper import run_reap
+from runs.services.rescore import run_rescore
 from runs.services.start import AGENT_NOT_RUNNABLE, run_rerun, run_start
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "run_finish",
     "run_reap",
     "run_rerun",
+    "run_rescore",
     "run_start",
     "run_stop",
 ]

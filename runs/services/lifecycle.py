@@ -69,7 +69,8 @@ def run_finish(*, run_id: int) -> None:
     run.refresh_from_db()
     from suggestions.services import run_needs_suggestions, suggestion_generation_start
 
-    if run_needs_suggestions(run):
+    # A re-score asked no agent anything: its suggestions would be its source run's.
+    if run.purpose != Run.Purpose.RESCORE and run_needs_suggestions(run):
         suggestion_generation_start(run=run)  # idempotent; queues the suggestion task on commit
     _run_summarize(run)
 
@@ -118,6 +119,11 @@ def _run_summarize(run: Run) -> None:
         note = "No summary: the run failed before its cases were scored."
     elif run.completed == 0:
         note = "No summary: no case finished."
+    elif run.purpose == Run.Purpose.RESCORE:
+        note = (
+            f"No summary: this re-score judged the answers of run #{run.parent_id} again. "
+            "Compare the two runs to see what the judge changed."
+        )
     elif not llm.is_configured("llm"):
         note = "No summary: no model is configured. " + (
             _stopped_text(run, ending="so the figures above cover only the {finished} that finished.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -12,9 +13,9 @@ from django.db.models import Q
 
 from agents.models import Agent, AgentVersion
 from datasets.models import Dataset, TestCase
-from datasets.services import CASE_FIELDS, SCORING_FIELDS
+from datasets.services import CASE_FIELDS
 from evalsite import llm
-from runs import selectors
+from runs import judging, selectors
 from runs.models import Result, Run, RunCase
 from runs.services.dispatch import fill_window
 
@@ -45,7 +46,7 @@ def run_start(*, agent: Agent, dataset: Dataset, user: User | None, request_key:
                 agent=agent,
                 version=version,
                 dataset=dataset,
-                scoring={name: getattr(dataset, name) for name in SCORING_FIELDS},
+                scoring=judging.dataset_scoring(dataset),
                 snapshots=[_case_snapshot(case, number=index) for index, case in enumerate(cases, start=1)],
                 user=user,
                 request_key=request_key,
@@ -156,7 +157,10 @@ def _run_create(
     dataset_name: str = "",
     parent: Run | None = None,
     purpose: str = Run.Purpose.RUN,
+    results_for: Callable[[Run, list[RunCase]], list[Result]] | None = None,
 ) -> Run:
+    """The run, its case snapshot and its pending results (`results_for`, by default one per
+    repeat and variant of each case), then the first window."""
     judge_model = llm.model_for("judge", scoring.get("judge_model") or None)
     run = Run.objects.create(
         agent=agent,
@@ -167,6 +171,7 @@ def _run_create(
         purpose=purpose,
         scoring=scoring,
         judge_model=judge_model or "",
+        judge_config=judging.judge_config_for(dataset=dataset, scoring=scoring),
         scorer=Run.Scorer.LLM if judge_model else Run.Scorer.OFFLINE,
         concurrency=max(1, settings.EVALSITE_RUN_CONCURRENCY),
         request_key=request_key,
@@ -175,7 +180,10 @@ def _run_create(
     cases = RunCase.objects.bulk_create(
         [RunCase(run=run, position=position, **snapshot) for position, snapshot in enumerate(snapshots)]
     )
-    results = _results_for(run, cases, repeats=max(1, int(scoring.get("number_of_requests") or 1)))
+    if results_for is not None:
+        results = results_for(run, cases)
+    else:
+        results = _results_for(run, cases, repeats=max(1, int(scoring.get("number_of_requests") or 1)))
     Result.objects.bulk_create(results, batch_size=500)
     run.total = sum(1 for result in results if result.status == Result.Status.PENDING)
     Run.objects.filter(pk=run.pk).update(total=run.total)
