@@ -1,5 +1,5 @@
 """JSON API for runs: start, list, read (status, counters, a page of results), stop,
-re-run failed cases, compare two runs, download exports.
+re-run failed cases, re-score a run's answers, compare two runs, download exports.
 
 Every run is reached through the token owner's teams: another team's run or agent is a
 404, never a 403. Numbers are 1-based as the run page shows them: `case_position` is the
@@ -24,7 +24,7 @@ from evalsite.http import ApiRequest
 from evalsite.schemas import StrictSchema
 from runs import comparison, exporters, selectors, services
 from runs.forms import CompareForm
-from runs.models import Run
+from runs.models import JudgeConfig, Run
 
 router = Router(tags=["runs"])
 
@@ -42,8 +42,31 @@ class RerunIn(StrictSchema):
     version: int | None = Field(None, description="Agent version number; the run's own version when empty")
 
 
+class RescoreIn(StrictSchema):
+    request_key: str = ""
+    judge_config: int | None = Field(
+        None, description="Number of one of the dataset's judge configurations (v1, v2...); its current settings when empty"
+    )
+
+
 class ErrorOut(Schema):
     detail: str
+
+
+class JudgeConfigOut(Schema):
+    id: int
+    number: int = Field(description="Per dataset: v1, v2...")
+    label: str = Field(description='e.g. "judge v3: gpt-4o-mini, custom criteria"')
+    fingerprint: str = Field(description="sha256 of the judge model, prompt template, criteria, threshold, scorers")
+    judge_model: str
+    threshold: int
+    scorers: list[str]
+    resamples: int
+    examples: int = Field(description="Reviewer examples in its prompt")
+
+    @staticmethod
+    def resolve_examples(config: Any) -> int:
+        return len(config.examples)
 
 
 class RunOut(Schema):
@@ -52,8 +75,9 @@ class RunOut(Schema):
     dataset_id: int | None
     dataset_name: str
     agent_version: int
-    purpose: str = Field(description="run | rerun | verify")
+    purpose: str = Field(description="run | rerun | verify | rescore")
     parent_id: int | None
+    judge: JudgeConfigOut | None = Field(description="The judge configuration that scored it")
     status: str
     error: str
     scorer: str
@@ -82,6 +106,10 @@ class RunOut(Schema):
         return run.agent_version.number
 
     @staticmethod
+    def resolve_judge(run: Run) -> Any:
+        return run.judge_config
+
+    @staticmethod
     def resolve_average_score(run: Run) -> float | None:
         return run.current_average
 
@@ -105,6 +133,9 @@ class ResultOut(Schema):
     reasoning: str
     error: str
     scorers: list[dict[str, Any]]
+    judge_samples: list[float] = Field(description="Every judge score when it was asked again near the threshold")
+    judge_stable: bool | None = Field(description="Whether those samples agree on pass or fail; null: asked once")
+    rescored_from_id: int | None = Field(description="A re-score's result: the result whose answer it judged again")
     duration_ms: int | None
     agent_tokens: int
     judge_tokens: int
@@ -378,6 +409,41 @@ def run_rerun(
     key = payload.request_key or idempotency_key
     try:
         child = services.run_rerun(run=run, user=request.user, request_key=key, version=version)
+    except ValidationError as error:
+        return Status(400, {"detail": " ".join(error.messages)})
+    return _fresh(request, child)
+
+
+@router.post(
+    "/runs/{run_id}/rescore",
+    response={200: RunOut, 201: RunOut, 400: ErrorOut},
+    summary="Judge a finished run's answers again, without asking the agent",
+)
+def run_rescore(
+    request: ApiRequest,
+    run_id: int,
+    payload: RescoreIn | None = None,
+    idempotency_key: str = Header("", alias="Idempotency-Key"),
+) -> Status[Any]:
+    """A new run (201, purpose "rescore", parent the run) whose results are the run's answers
+    judged by the dataset's current judge configuration, or by the one numbered `judge_config`.
+
+    Only the judge is called. The same request_key (or Idempotency-Key header) answers 200 with
+    the first re-score.
+    """
+    run = _run(request, run_id)
+    payload = payload or RescoreIn(request_key="", judge_config=None)
+    config = None
+    if payload.judge_config is not None:
+        config = JudgeConfig.objects.filter(dataset_id=run.dataset_id, number=payload.judge_config).first()
+        if config is None or run.dataset_id is None:
+            message = f"This run's dataset has no judge configuration v{payload.judge_config}."
+            raise NinjaValidationError(
+                [{"type": "value_error", "loc": ["body", "payload", "judge_config"], "msg": message}]
+            )
+    key = payload.request_key or idempotency_key
+    try:
+        child = services.run_rescore(run=run, user=request.user, request_key=key, judge_config=config)
     except ValidationError as error:
         return Status(400, {"detail": " ".join(error.messages)})
     return _fresh(request, child)

@@ -51,7 +51,7 @@ FORMAT_NAME = "evalsite.run"
 FORMAT_VERSION = 1
 # Result fields the JSON leaves out: the foreign keys (nested or implied) and the
 # dispatch token, an internal detail of the case queue.
-RESULT_FIELDS_OMITTED = {"run", "case", "token"}
+RESULT_FIELDS_OMITTED = {"run", "case", "token", "rescored_from"}
 XLSX_CELL_LIMIT = 32_767
 # Characters XML 1.0 forbids: openpyxl refuses them, so they are dropped from cells.
 _ILLEGAL_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
@@ -80,6 +80,9 @@ CSV_COLUMNS = (
     "judge_cost_usd",
     "trace_id",
     "finished_at",
+    "judge",
+    "judge_samples",
+    "judge_stable",
 )
 
 
@@ -130,6 +133,7 @@ def _run_data(run: Run, results: list[Result], *, site_url: str | None = None) -
         "scorer": run.scorer,
         "scorer_label": run.get_scorer_display(),
         "judge_model": run.judge_model,
+        "judge": _judge_data(run),
         "scoring": run.scoring,
         "concurrency": run.concurrency,
         "total": run.total,
@@ -178,7 +182,26 @@ def _result_data(result: Result) -> dict[str, Any]:
         value = getattr(result, field.name)
         data[field.name] = float(value) if isinstance(value, Decimal) else value
     data["repeat"] = result.repeat + 1
+    data["rescored_from_id"] = result.rescored_from_id
     return data
+
+
+def _judge_data(run: Run) -> dict[str, Any] | None:
+    """The judge configuration that scored the run (issue 18): its label says which judge made the scores."""
+    config = run.judge_config
+    if config is None:
+        return None
+    return {
+        "id": config.pk,
+        "number": config.number,
+        "label": config.label,
+        "fingerprint": config.fingerprint,
+        "judge_model": config.judge_model,
+        "threshold": config.threshold,
+        "scorers": config.scorers,
+        "resamples": config.resamples,
+        "examples": len(config.examples),
+    }
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -223,6 +246,9 @@ def _result_row(run: Run, result: Result) -> list[Any]:
         float(result.judge_cost),
         result.trace_id,
         result.finished_at,  # ISO text in CSV, a date cell in XLSX
+        run.judge_config.label if run.judge_config else "",
+        ", ".join(f"{sample:g}" for sample in result.judge_samples),
+        {True: "stable", False: "unstable"}.get(result.judge_stable, "") if result.judge_stable is not None else "",
     ]
 
 
@@ -244,6 +270,8 @@ def _summary_rows(run: Run, site_url: str | None = None) -> list[tuple[str, Any]
         ("Status", run.get_status_display()),
         ("Error", run.error),
         ("Scorer", run.get_scorer_display() + (f" ({run.judge_model})" if run.judge_model else "")),
+        ("Judge", run.judge_config.label if run.judge_config else ""),
+        ("Judge fingerprint", run.judge_config.fingerprint if run.judge_config else ""),
         ("Pass threshold", run.scoring.get("pass_threshold", 7)),
         ("Results scored (cases as written, every repeat)", run.passed + run.failed + run.errored),
         ("Passed", run.passed),

@@ -26,7 +26,7 @@ from datasets.models import Dataset, Document
 from evalsite.http import AuthedRequest
 from evalsite.links import site_url
 from runs import charts, comparison, engine, exporters, selectors, services
-from runs.forms import CompareForm, RerunForm, ResultViewForm
+from runs.forms import CompareForm, RerunForm, RescoreForm, ResultViewForm
 from runs.models import Run
 from suggestions.selectors import PanelState, suggestion_panel_get
 
@@ -115,6 +115,27 @@ def run_rerun(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespons
     return _navigate(request, reverse("runs:detail", args=[agent.pk, child.pk]))
 
 
+@login_required
+@require_POST
+def run_rescore(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
+    agent, run = _get_run_for_user(request, agent_id, run_id)
+    run_url = reverse("runs:detail", args=[agent.pk, run.pk])
+    form = RescoreForm(request.POST, run=run)
+    if not form.is_valid():
+        return _error(request, ValidationError(form.errors["judge_config"]), run_url)
+    try:
+        child = services.run_rescore(
+            run=run,
+            user=request.user,
+            request_key=form.cleaned_data["request_key"],
+            judge_config=form.cleaned_data["judge_config"],
+        )
+    except ValidationError as error:
+        return _error(request, error, run_url)
+    messages.success(request, f"Re-score started: the answers of run #{run.pk} are being judged again.")
+    return _navigate(request, reverse("runs:detail", args=[agent.pk, child.pk]))
+
+
 # ---- the runs tab -----------------------------------------------------------------------
 
 
@@ -199,6 +220,7 @@ def run_detail(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespon
         "related": list(selectors.run_related_list(run=run)[:10]),
         "compare_with": selectors.run_compare_default(run=run),
         "rerun_form": RerunForm(agent=agent),
+        "rescore_form": RescoreForm(run=run),
         "reexecutions": selectors.run_reexecutions(run=run),
     }
     return render(request, "runs/run_detail.html", context)
