@@ -179,6 +179,8 @@ def judge_stably(evaluation: Evaluation, scoring: dict[str, Any], trace: dict[st
             break
         judgments.append(again)
         tokens, cost = tokens + again.tokens, cost + again.cost
+    if len(judgments) == 1:  # no re-sample answered: the first judgment stands, at its full cost
+        return Judgment(first.score, first.verdict, first.reasoning, tokens=tokens, cost=cost)
     samples = [judgment.score for judgment in judgments]
     median = stability.median_score(samples)
     chosen = judgments[stability.closest_to(samples, median)]
@@ -189,7 +191,7 @@ def judge_stably(evaluation: Evaluation, scoring: dict[str, Any], trace: dict[st
         tokens=tokens,
         cost=cost,
         samples=samples,
-        stable=stability.is_stable(samples, threshold) if len(samples) > 1 else None,
+        stable=stability.is_stable(samples, threshold),
     )
 
 
