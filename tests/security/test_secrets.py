@@ -287,6 +287,12 @@ POSTS: dict[str, Post] = {
         done=_one_more_run,
         setup=lambda o: (_failed(o), _count_runs(o)),
     ),
+    # The matrix's run has one finished result: its answer is judged again, no agent is asked.
+    "runs:rescore": Post(
+        data=lambda o: {"request_key": "security-probe"},
+        status=(302, 200),
+        done=lambda o, client: Run.objects.filter(purpose=Run.Purpose.RESCORE, parent_id=o["run_id"]).count() == 1,
+    ),
     "accounts:banner_dismiss": Post(
         data=lambda o: {"banner": "no_model", "next": "/agents/"},
         status=(302, 200),
