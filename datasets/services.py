@@ -363,8 +363,9 @@ def dataset_name_clean(name: Any) -> str:
 
 
 def scoring_fields_clean(data: Mapping[str, Any]) -> dict[str, Any]:
-    """Validate scoring settings (criteria, judge model and prompt, threshold 0-10,
-    repeats 1-10, similarity switches, judge re-samples 0-4, alignment examples 0-10). Raises ValidationError({field: [message]})."""
+    """Validate scoring settings (criteria, judge model and prompt, threshold 0-10, repeats 1-10,
+    similarity switches, judge re-samples 0-4, alignment examples 0-10).
+    Raises ValidationError({field: [message]})."""
     cleaned: dict[str, Any] = {}
     errors: dict[str, list[str]] = {}
     for key, value in data.items():

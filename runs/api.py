@@ -45,7 +45,8 @@ class RerunIn(StrictSchema):
 class RescoreIn(StrictSchema):
     request_key: str = ""
     judge_config: int | None = Field(
-        None, description="Number of one of the dataset's judge configurations (v1, v2...); its current settings when empty"
+        None,
+        description="Number (v1, v2...) of a judge configuration of the run's dataset; empty: its current settings",
     )
 
 
@@ -435,8 +436,13 @@ def run_rescore(
     payload = payload or RescoreIn(request_key="", judge_config=None)
     config = None
     if payload.judge_config is not None:
-        config = JudgeConfig.objects.filter(dataset_id=run.dataset_id, number=payload.judge_config).first()
-        if config is None or run.dataset_id is None:
+        dataset_id = run.dataset_id
+        config = (
+            JudgeConfig.objects.filter(dataset_id=dataset_id, number=payload.judge_config).first()
+            if dataset_id
+            else None
+        )
+        if config is None:
             message = f"This run's dataset has no judge configuration v{payload.judge_config}."
             raise NinjaValidationError(
                 [{"type": "value_error", "loc": ["body", "payload", "judge_config"], "msg": message}]

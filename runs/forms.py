@@ -56,8 +56,9 @@ class RescoreForm(forms.Form):
         number = self.cleaned_data.get("judge_config")
         if number is None:
             return None
-        config = JudgeConfig.objects.filter(dataset_id=self.run.dataset_id, number=number).first()
-        if config is None or self.run.dataset_id is None:
+        dataset_id = self.run.dataset_id
+        config = JudgeConfig.objects.filter(dataset_id=dataset_id, number=number).first() if dataset_id else None
+        if config is None:
             raise forms.ValidationError("Pick a judge configuration of this run's dataset.")
         return config
 

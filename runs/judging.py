@@ -65,7 +65,9 @@ def unregister_alignment_examples_provider(provider: AlignmentProvider) -> None:
 
 def alignment_examples_for(dataset: Dataset | None) -> list[dict[str, Any]]:
     """The dataset's most recent reviewer overrides, at most its `alignment_examples` (0: off)."""
-    limit = min(ALIGNMENT_MAX, dataset.alignment_examples) if dataset is not None else 0
+    if dataset is None:
+        return []
+    limit = min(ALIGNMENT_MAX, dataset.alignment_examples)
     if limit <= 0:
         return []
     examples: list[dict[str, Any]] = []

@@ -259,9 +259,7 @@ class Result(models.Model):
     judge_samples = models.JSONField(default=list, blank=True)
     judge_stable = models.BooleanField(null=True, blank=True)
     # A re-score's result: the result of the source run whose answer it judged again.
-    rescored_from = models.ForeignKey(
-        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="rescores"
-    )
+    rescored_from = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="rescores")
 
     class Meta:
         ordering = ["case__position", "repeat", "variant"]

@@ -122,7 +122,7 @@ def run_rescore(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespo
     run_url = reverse("runs:detail", args=[agent.pk, run.pk])
     form = RescoreForm(request.POST, run=run)
     if not form.is_valid():
-        return _error(request, ValidationError(form.errors["judge_config"]), run_url)
+        return _error(request, ValidationError([str(m) for errors in form.errors.values() for m in errors]), run_url)
     try:
         child = services.run_rescore(
             run=run,

@@ -19,9 +19,7 @@ from runs.models import JudgeConfig, Result, Run, RunCase
 from runs.services.start import _run_create, _run_for_key
 
 
-def run_rescore(
-    *, run: Run, user: User | None, request_key: str = "", judge_config: JudgeConfig | None = None
-) -> Run:
+def run_rescore(*, run: Run, user: User | None, request_key: str = "", judge_config: JudgeConfig | None = None) -> Run:
     """A new run judging the finished answers of `run` again; no agent is asked."""
     if run.is_active:
         raise ValidationError("Wait for the run to finish before re-scoring it.")

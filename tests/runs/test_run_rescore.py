@@ -118,11 +118,13 @@ def test_posting_rescore_starts_it_and_opens_the_new_run(finished, client_alice,
     child = Run.objects.get(purpose=Run.Purpose.RESCORE)
     assert response.status_code == 302
     assert response["Location"] == reverse("runs:detail", args=[finished.agent_id, child.pk])
-    htmx = client_alice.post(url, {"request_key": "k2", "judge_config": finished.judge_config.number}, HTTP_HX_REQUEST="true")
+    htmx = client_alice.post(
+        url, {"request_key": "k2", "judge_config": finished.judge_config.number}, HTTP_HX_REQUEST="true"
+    )
     assert htmx.status_code == 200 and htmx["HX-Redirect"]
     assert Run.objects.filter(purpose=Run.Purpose.RESCORE).last().judge_config == finished.judge_config
     page = client_alice.get(response["Location"]).content.decode()
-    assert f"Re-score of <a href=\"{reverse('runs:detail', args=[finished.agent_id, finished.pk])}\"" in page
+    assert f'Re-score of <a href="{reverse("runs:detail", args=[finished.agent_id, finished.pk])}"' in page
 
 
 def test_a_bad_choice_is_refused_where_the_user_is(finished, client_alice):
