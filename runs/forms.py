@@ -44,7 +44,7 @@ class RescoreForm(forms.Form):
     def __init__(self, *args: Any, run: Run, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.run = run
-        choices: list[tuple[Any, str]] = [("", "The dataset's current scoring settings")]
+        choices: list[tuple[Any, str]] = [("", "Current dataset settings")]
         if run.judge_config is not None and run.dataset_id:
             choices.append((run.judge_config.number, f"{run.judge_config.label} (this run's judge)"))
         field = self.fields["judge_config"]

@@ -35,9 +35,9 @@ def _dataset(team):
     return dataset
 
 
-def _shoot(page: Page, name: str, width: int) -> None:
+def _shoot(page: Page, name: str, width: int, *, full_page: bool = True) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}-{width}.png"), full_page=True)
+    page.screenshot(path=str(SHOTS / f"{name}-{width}.png"), full_page=full_page)
     assert page.evaluate("document.documentElement.scrollWidth") <= width, f"{name} scrolls sideways at {width} px"
 
 
@@ -70,7 +70,8 @@ def test_the_card_shows_the_judge_and_rescore_judges_again(
     page.get_by_role("button", name="Re-score").click()
     dialog = page.locator("#rescore-dialog")
     expect(dialog).to_be_visible()
-    _shoot(page, "rescore-dialog", width)
+    expect(dialog.get_by_label("Judge")).to_have_value("")  # the dataset's current settings
+    _shoot(page, "rescore-dialog", width, full_page=False)
     dialog.get_by_role("button", name="Start re-score").click()
     page.wait_for_url(lambda url: "/runs/" in url and not url.endswith(f"/runs/{run.pk}/"))
     child = wait_settled(Run.objects.get(parent=run, purpose=Run.Purpose.RESCORE), worker=worker)
