@@ -1,9 +1,12 @@
 """Re-scoring (issue 18, section 6): a finished run's answers judged again as a new linked run,
 through the ordinary window, with no agent call: the fake server sees only judge requests."""
 
+from datetime import timedelta
+
 import pytest
 from django.core.exceptions import ValidationError
 from django.urls import reverse
+from django.utils import timezone
 
 from accounts.services import api_token_create
 from agents.models import Agent
@@ -52,6 +55,21 @@ def test_a_rescore_judges_the_stored_answers_again_without_asking_the_agent(fini
     assert "judged the answers of run" in child.summary_note
     assert not SuggestionGeneration.objects.filter(run=child).exists()  # 2 failures, yet no agent to fix
     assert judging.judges_differ(finished, child) is not None
+
+
+def test_a_rescore_whose_worker_died_is_requeued_by_the_reaper_and_judged_once(finished, alice, fake_llm, settings):
+    child = services.run_rescore(run=finished, user=alice)
+    dead = Result.objects.filter(run=child, status=Result.Status.QUEUED).order_by("id").first()
+    old = timezone.now() - timedelta(seconds=settings.EVALSITE_STALE_CLAIM_SECONDS + 1)
+    Result.objects.filter(pk=dead.pk).update(status=Result.Status.RUNNING, claimed_at=old, attempts=1)
+
+    assert services.run_reap() == 1
+    services.run_execute_case(result_id=dead.pk, token=dead.token)  # the dead worker's message: stale
+    child = drive(child)
+
+    assert (child.status, child.completed) == (Run.Status.COMPLETED, 2)
+    assert Result.objects.filter(run=child).count() == 2
+    assert _calls(fake_llm, child) == ["judge", "judge"]
 
 
 def test_a_rescore_can_use_a_chosen_judge_configuration(finished, alice, fake_llm):
