@@ -297,6 +297,17 @@ def run_start(
     return _fresh(request, run)
 
 
+@router.get(
+    "/agents/{agent_id}/eval/datasets/{dataset_id}/judges",
+    response=list[JudgeConfigOut],
+    summary="A dataset's judge configurations, newest first (each change of its scoring settings makes one)",
+)
+def judge_config_list(request: ApiRequest, agent_id: int, dataset_id: int) -> Any:
+    agent = agent_get_for_user(user=request.user, agent_id=agent_id)
+    dataset = get_object_or_404(Dataset, pk=dataset_id, agent=agent)
+    return JudgeConfig.objects.filter(dataset=dataset).order_by("-number")
+
+
 @router.get("/agents/{agent_id}/runs", response=list[RunOut], summary="List an agent's runs, newest first")
 @paginate(LimitOffsetPagination)
 def run_list(

@@ -208,6 +208,17 @@ def test_the_api_results_carry_the_samples_and_the_link_to_the_source(finished, 
     assert all(item["judge_samples"] == [] and item["judge_stable"] is None for item in results)
 
 
+def test_the_api_lists_a_datasets_judges_newest_first(finished, client, alice, charlie):
+    dataset_services.dataset_update_settings(dataset=finished.dataset, pass_threshold=8)
+    url = f"/api/agents/{finished.agent_id}/eval/datasets/{finished.dataset_id}/judges"
+
+    judges = client.get(url, **_bearer(alice)).json()
+
+    assert [(j["number"], j["threshold"]) for j in judges] == [(2, 8), (1, 7)]
+    assert judges[1]["label"] == finished.judge_config.label and len(judges[1]["fingerprint"]) == 64
+    assert client.get(url, **_bearer(charlie)).status_code == 404
+
+
 def test_the_schema_documents_rescore(client):
     operation = client.get("/api/openapi.json").json()["paths"]["/api/runs/{run_id}/rescore"]["post"]
     assert {"200", "201", "400"} <= set(operation["responses"])
