@@ -78,6 +78,8 @@ class DatasetOut(Schema):
     number_of_requests: int
     jaccard_enabled: bool
     vector_enabled: bool
+    judge_resamples: int = Field(description="Extra judge calls for a score next to the pass threshold (0: off)")
+    alignment_examples: int = Field(description="Reviewers' latest overrides shown to the judge (0: off)")
     created_at: datetime
     updated_at: datetime
 
@@ -99,6 +101,8 @@ class DatasetIn(StrictSchema):
     number_of_requests: int = Field(1, ge=1, le=10, description="Repeats per case")
     jaccard_enabled: bool = True
     vector_enabled: bool = False
+    judge_resamples: int = Field(2, ge=0, le=4, description="Extra judge calls for a score next to the threshold")
+    alignment_examples: int = Field(0, ge=0, le=10, description="Reviewers' latest overrides shown to the judge")
 
 
 class DatasetPatch(StrictSchema):
@@ -113,6 +117,8 @@ class DatasetPatch(StrictSchema):
     number_of_requests: int | None = Field(None, ge=1, le=10)
     jaccard_enabled: bool | None = None
     vector_enabled: bool | None = None
+    judge_resamples: int | None = Field(None, ge=0, le=4)
+    alignment_examples: int | None = Field(None, ge=0, le=10)
 
 
 class Turn(Schema):

@@ -19,7 +19,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from datasets.models import TestCase
+from datasets.models import ALIGNMENT_MAX, RESAMPLES_MAX, TestCase
 
 MAX_TEXT_CHARS = 200_000
 MAX_TURNS = 50
@@ -370,6 +370,8 @@ SCORING_CLEANERS: dict[str, Callable[[Any], Any]] = {
     "judge_prompt": clean_text,
     "pass_threshold": functools.partial(_bounded_int, low=0, high=10),
     "number_of_requests": functools.partial(_bounded_int, low=1, high=10),
+    "judge_resamples": functools.partial(_bounded_int, low=0, high=RESAMPLES_MAX),
+    "alignment_examples": functools.partial(_bounded_int, low=0, high=ALIGNMENT_MAX),
     "jaccard_enabled": clean_bool,
     "vector_enabled": clean_bool,
 }

@@ -114,8 +114,32 @@ class DatasetSettingsForm(forms.Form):
     number_of_requests = forms.IntegerField(
         min_value=1, max_value=10, label="Repeats per case", help_text="Runs each case this many times (1-10)."
     )
+    judge_resamples = forms.IntegerField(
+        min_value=0,
+        max_value=4,
+        required=False,
+        label="Re-ask the judge near the line",
+        help_text="Extra judge calls when a score sits next to the pass threshold; the median counts (0 turns it off).",
+    )
+    alignment_examples = forms.IntegerField(
+        min_value=0,
+        max_value=10,
+        required=False,
+        label="Reviewer examples for the judge",
+        help_text="Show the judge the reviewers' latest overrides as worked examples (how many, 0-10; 0 is off).",
+    )
     jaccard_enabled = forms.BooleanField(required=False, label="Jaccard similarity to the expected answer")
     vector_enabled = forms.BooleanField(required=False, label="Vector similarity to the expected answer")
+
+    # Left out of a post (an older form, a script): the dataset keeps its value.
+    OPTIONAL_NUMBERS = ("judge_resamples", "alignment_examples")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        for name in self.OPTIONAL_NUMBERS:
+            if cleaned.get(name) is None:
+                cleaned.pop(name, None)
+        return cleaned
 
     @classmethod
     def for_dataset(cls, dataset: Dataset, data: Any = None) -> DatasetSettingsForm:

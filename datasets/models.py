@@ -6,6 +6,9 @@ from django.db.models import Q
 
 # A case passes when the judge scores it at least this (0-10), unless its dataset says otherwise.
 DEFAULT_PASS_THRESHOLD = 7
+# Bounds of the judge settings of issue 18 (re-samples near the threshold, alignment examples).
+RESAMPLES_MAX = 4
+ALIGNMENT_MAX = 10
 
 
 def _document_path(instance: "Document", filename: str) -> str:
@@ -67,6 +70,10 @@ class Dataset(models.Model):
     number_of_requests = models.PositiveSmallIntegerField(default=1)
     jaccard_enabled = models.BooleanField(default=True)
     vector_enabled = models.BooleanField(default=False)
+    # Extra judge calls for a score next to the pass threshold (0 turns it off); the median counts.
+    judge_resamples = models.PositiveSmallIntegerField(default=2)
+    # Reviewers' most recent overrides shown to the judge as worked examples (0: off, up to 10).
+    alignment_examples = models.PositiveSmallIntegerField(default=0)
 
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -81,6 +88,10 @@ class Dataset(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(number_of_requests__gte=1, number_of_requests__lte=10), name="dataset_repeats_1_10"
+            ),
+            models.CheckConstraint(condition=Q(judge_resamples__lte=RESAMPLES_MAX), name="dataset_resamples_0_4"),
+            models.CheckConstraint(
+                condition=Q(alignment_examples__lte=ALIGNMENT_MAX), name="dataset_alignment_examples_0_10"
             ),
         ]
 

@@ -8,7 +8,7 @@ case without one a stable case_id, kept on the case.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import PurePath
 from typing import Any
@@ -35,6 +35,16 @@ from datasets.fields import (
 from datasets.importers import ImportResult, file_kind, parse_csv, parse_eval_set
 from datasets.models import Dataset, Document, TestCase
 from evalsite.storage import stored_files_delete
+
+# Called with the dataset after its scoring settings changed. runs registers the hook that makes
+# the dataset's new judge configuration (runs.judging), since datasets may not import runs.
+_scoring_changed_hooks: list[Callable[[Dataset], None]] = []
+
+
+def register_scoring_changed_hook(hook: Callable[[Dataset], None]) -> None:
+    if hook not in _scoring_changed_hooks:
+        _scoring_changed_hooks.append(hook)
+
 
 # ---- datasets ------------------------------------------------------------------
 
@@ -130,6 +140,8 @@ def dataset_update_settings(*, dataset: Dataset, **scoring: Any) -> Dataset:
     for key, value in cleaned.items():
         setattr(dataset, key, value)
     dataset.save(update_fields=[*cleaned, "updated_at"])
+    for hook in _scoring_changed_hooks:
+        hook(dataset)
     return dataset
 
 

@@ -11,8 +11,11 @@ def register() -> None:
 
     if any(getattr(item, "prefetch_to", None) == "reviews" for item in selectors.CARD_PREFETCHES):
         return  # ready() ran twice (the test runner may call it again)
-    from reviews.selectors import reviews_prefetch
+    from reviews.selectors import alignment_examples, reviews_prefetch
+    from runs.judging import register_alignment_examples_provider
 
+    # The judge's worked examples (a dataset's opt-in setting): its reviewers' overrides.
+    register_alignment_examples_provider(alignment_examples)
     selectors.CARD_PREFETCHES.append(reviews_prefetch())
     # The card says when the dataset's case changed after the run: its current row, by a join.
     selectors.CARD_SELECT_RELATED.append("case__source_case")

@@ -12,6 +12,7 @@ from django.contrib.auth.models import User
 from django.db.models import Prefetch, QuerySet
 
 from agents.models import Agent
+from datasets.models import Dataset
 from reviews.agreement import Agreement, Pair, ReviewerAgreement, agreement, reviewer_agreement
 from reviews.models import CaseEdit, Review
 from runs.models import Result, Run
@@ -24,12 +25,12 @@ AGENT_QUEUE_RUNS = 10
 
 
 def judge_key(run: Run) -> tuple[str, str]:
-    """Which judge configuration scored the run: (key, readable label).
-
-    For now the judge model, the scorer and a hash of the run's scoring settings; when
-    runs record their JudgeConfig (issue 18, section 4) this becomes its fingerprint and
-    label, and every agreement figure follows.
-    """
+    """Which judge configuration scored the run: (key, readable label). The run's JudgeConfig
+    (its fingerprint and label, runs.judging); a run from before judges were recorded falls
+    back to its judge model, scorer and a hash of its scoring settings."""
+    config = run.judge_config  # callers load it with the runs (select_related)
+    if config is not None:
+        return config.fingerprint, config.label
     raw = json.dumps([run.judge_model, run.scorer, run.scoring], sort_keys=True, default=str)
     digest = hashlib.sha256(raw.encode()).hexdigest()[:10]
     model = "offline reference scorer" if run.scorer == Run.Scorer.OFFLINE else run.judge_model or "default judge model"
@@ -236,7 +237,9 @@ def agent_queue_runs(*, agent: Agent) -> list[Run]:
 
 
 def agent_agreement_runs(*, agent: Agent) -> list[Run]:
-    return list(Run.objects.filter(agent=agent).order_by("-created_at", "-id")[:AGREEMENT_RUNS])
+    return list(
+        Run.objects.filter(agent=agent).select_related("judge_config").order_by("-created_at", "-id")[:AGREEMENT_RUNS]
+    )
 
 
 @dataclass
@@ -262,3 +265,34 @@ def case_edits_for(*, case_ids: list[int]) -> dict[int, list[CaseEdit]]:
     for edit in CaseEdit.objects.filter(case_id__in=case_ids).select_related("edited_by"):
         edits[edit.case_id].append(edit)
     return edits
+
+
+def alignment_examples(dataset: Dataset, limit: int) -> list[dict[str, Any]]:
+    """The dataset's newest reviewer overrides (the reviewer's verdict is not the judge's), as
+    the judge's worked examples (runs.judging.register_alignment_examples_provider). The expected
+    answer is the case's current one: a correction from a card counts."""
+    overrides = (
+        Review.objects.filter(result__run__dataset=dataset, agrees=False)
+        .select_related("result__case__source_case")
+        .order_by("-updated_at", "-id")
+    )
+    examples: list[dict[str, Any]] = []
+    for review in overrides[: limit * 4]:
+        result = review.result
+        if review.passed == (result.status == Result.Status.PASS):
+            continue  # the score was corrected, not the verdict
+        case = result.case
+        expected = case.source_case.expected_answer if case.source_case is not None else case.expected_answer
+        examples.append(
+            {
+                "question": result.question or case.question,
+                "answer": result.actual_answer,
+                "expected": expected,
+                "verdict": "pass" if review.passed else "fail",
+                "note": review.note,
+                "score": review.score,
+            }
+        )
+        if len(examples) == limit:
+            break
+    return examples

@@ -1,5 +1,5 @@
 """JSON API for runs: start, list, read (status, counters, a page of results), stop,
-re-run failed cases, compare two runs, download exports.
+re-run failed cases, re-score a run's answers, compare two runs, download exports.
 
 Every run is reached through the token owner's teams: another team's run or agent is a
 404, never a 403. Numbers are 1-based as the run page shows them: `case_position` is the
@@ -7,227 +7,40 @@ case's number, `repeat` counts from 1, `variant` 0 is the case as written and 1.
 smoke-test paraphrases.
 """
 
-from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from ninja import Field, Header, Query, Router, Schema, Status
+from ninja import Header, Query, Router, Status
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from agents.selectors import agent_get_for_user
 from datasets.models import Dataset
 from evalsite.http import ApiRequest
-from evalsite.schemas import StrictSchema
-from runs import comparison, exporters, selectors, services
+from runs import comparison, exporters, selectors, services, xlsx_export
+from runs.api_schemas import (
+    ComparisonOut,
+    ErrorOut,
+    JudgeConfigOut,
+    RerunIn,
+    RescoreIn,
+    ResultOut,
+    RunDetailOut,
+    RunOut,
+    RunStartIn,
+    RunStatus,
+    RunStatusOut,
+)
 from runs.forms import CompareForm
-from runs.models import Run
+from runs.models import JudgeConfig, Run
 
 router = Router(tags=["runs"])
 
-RunStatus = Literal["pending", "running", "completed", "failed", "stopped"]
 RESULTS_PER_PAGE = 100
 RESULTS_MAX_PAGE = 500
-
-
-class RunStartIn(StrictSchema):
-    request_key: str = Field("", description="Same key, same run: a replay answers 200 with the first run")
-
-
-class RerunIn(StrictSchema):
-    request_key: str = ""
-    version: int | None = Field(None, description="Agent version number; the run's own version when empty")
-
-
-class ErrorOut(Schema):
-    detail: str
-
-
-class RunOut(Schema):
-    id: int
-    agent_id: int
-    dataset_id: int | None
-    dataset_name: str
-    agent_version: int
-    purpose: str = Field(description="run | rerun | verify")
-    parent_id: int | None
-    status: str
-    error: str
-    scorer: str
-    judge_model: str
-    concurrency: int
-    total: int
-    completed: int
-    passed: int
-    failed: int
-    errored: int
-    average_score: float | None
-    robustness: float | None
-    consistency: float | None
-    agent_tokens: int
-    judge_tokens: int
-    agent_cost: float
-    judge_cost: float
-    summary: str
-    summary_note: str
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-
-    @staticmethod
-    def resolve_agent_version(run: Run) -> int:
-        return run.agent_version.number
-
-    @staticmethod
-    def resolve_average_score(run: Run) -> float | None:
-        return run.current_average
-
-
-class ResultOut(Schema):
-    id: int
-    case_position: int = Field(description="The case's number in the run, from 1")
-    case_id: str
-    repeat: int = Field(description="From 1")
-    variant: int = Field(description="0: the case as written; 1..n: its smoke-test paraphrases")
-    status: str
-    question: str
-    expected_answer: str
-    actual_answer: str
-    conversation: list[dict[str, Any]]
-    tool_calls: list[dict[str, Any]]
-    retrieval_context: list[str]
-    trace_id: str
-    score: float | None
-    verdict: str
-    reasoning: str
-    error: str
-    scorers: list[dict[str, Any]]
-    duration_ms: int | None
-    agent_tokens: int
-    judge_tokens: int
-    agent_cost: float
-    judge_cost: float
-
-    @staticmethod
-    def resolve_case_position(result: Any) -> int:
-        return result.case.position + 1
-
-    @staticmethod
-    def resolve_case_id(result: Any) -> str:
-        return result.case.case_id
-
-    @staticmethod
-    def resolve_repeat(result: Any) -> int:
-        return result.repeat + 1
-
-    @staticmethod
-    def resolve_expected_answer(result: Any) -> str:
-        return result.case.expected_answer
-
-
-class RunDetailOut(RunOut):
-    results: list[ResultOut] = Field(description="One page of results, in case order")
-    results_count: int
-    results_next: str | None = Field(description="The next page of results, or null")
-
-    # run_detail sets the page on the run (Run.results is the reverse relation, hence the names).
-    @staticmethod
-    def resolve_results(run: Run) -> list[Any]:
-        return getattr(run, "page_results")  # noqa: B009 (not a Run attribute for mypy)
-
-    @staticmethod
-    def resolve_results_count(run: Run) -> int:
-        return getattr(run, "page_count")  # noqa: B009 (not a Run attribute for mypy)
-
-    @staticmethod
-    def resolve_results_next(run: Run) -> str | None:
-        return getattr(run, "page_next")  # noqa: B009 (not a Run attribute for mypy)
-
-
-class RunStatusOut(Schema):
-    """What a poller needs, from the run row alone."""
-
-    id: int
-    status: str
-    finished: bool
-    error: str
-    total: int
-    completed: int
-    passed: int
-    failed: int
-    errored: int
-    average_score: float | None
-
-    @staticmethod
-    def resolve_finished(run: Run) -> bool:
-        return not run.is_active
-
-    @staticmethod
-    def resolve_average_score(run: Run) -> float | None:
-        return run.current_average
-
-
-class SideOut(Schema):
-    number: int
-    status: str
-    score: float | None
-
-
-class CaseRowOut(Schema):
-    question: str
-    case_id: str
-    a: SideOut | None
-    b: SideOut | None
-    change: str = Field(description="regression | fix | better | worse | same | unscored | only_a | only_b")
-    delta: float | None
-    changed_fields: list[str]
-
-
-class TotalsOut(Schema):
-    passed: int
-    failed: int
-    errored: int
-    scored: int
-    pass_rate: float | None
-    average: float | None
-    cost: float
-    duration: float | None
-
-
-class PairedTestOut(Schema):
-    cases: int = Field(description="Cases scored in both runs (the test covers these only)")
-    fixes: int = Field(description="Failed in the baseline, pass in the run")
-    breaks: int = Field(description="Passed in the baseline, fail in the run")
-    p_value: float = Field(description="Exact McNemar, two-sided, on the fixes and breaks")
-    alpha: float
-    significant: bool
-    significantly_worse: bool
-    significantly_better: bool
-    mean_difference: float | None = Field(description="Mean over cases of (run's mean score - baseline's)")
-    interval: list[float] | None = Field(description="Paired bootstrap 95% interval of mean_difference (seeded)")
-    sentence: str
-    interval_sentence: str
-
-
-class ComparisonOut(Schema):
-    a: RunOut
-    b: RunOut
-    comparable: bool = Field(description="False when something besides the agent changed (see differences)")
-    differences: list[str]
-    notes: list[str]
-    compared: int = Field(description="Cases scored in both runs")
-    test: PairedTestOut
-    judges_differ: str | None = Field(
-        None, alias="judges", description="Set when the judges differ: then changes are not fixes or regressions"
-    )
-    totals_a: TotalsOut
-    totals_b: TotalsOut
-    regressions: list[CaseRowOut]
-    fixes: list[CaseRowOut]
-    rows: list[CaseRowOut]
 
 
 # ---- helpers ---------------------------------------------------------------------------
@@ -247,7 +60,7 @@ EXPORTS: dict[str, tuple[Any, str]] = {
     "json": (exporters.run_export_json, "application/json"),
     # A byte-order mark, so spreadsheet programs read the file as UTF-8 (as the page's export).
     "csv": (lambda run: "\ufeff" + exporters.run_export_csv(run), "text/csv; charset=utf-8"),
-    "xlsx": (exporters.run_export_xlsx, "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
+    "xlsx": (xlsx_export.run_export_xlsx, "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
     "html": (exporters.run_export_html, "text/html; charset=utf-8"),
 }
 
@@ -282,6 +95,17 @@ def run_start(
         code = 422 if getattr(error, "code", None) == services.AGENT_NOT_RUNNABLE else 400
         return Status(code, {"detail": " ".join(error.messages)})
     return _fresh(request, run)
+
+
+@router.get(
+    "/agents/{agent_id}/eval/datasets/{dataset_id}/judges",
+    response=list[JudgeConfigOut],
+    summary="A dataset's judge configurations, newest first (each change of its scoring settings makes one)",
+)
+def judge_config_list(request: ApiRequest, agent_id: int, dataset_id: int) -> Any:
+    agent = agent_get_for_user(user=request.user, agent_id=agent_id)
+    dataset = get_object_or_404(Dataset, pk=dataset_id, agent=agent)
+    return JudgeConfig.objects.filter(dataset=dataset).order_by("-number")
 
 
 @router.get("/agents/{agent_id}/runs", response=list[RunOut], summary="List an agent's runs, newest first")
@@ -397,6 +221,46 @@ def run_rerun(
     key = payload.request_key or idempotency_key
     try:
         child = services.run_rerun(run=run, user=request.user, request_key=key, version=version)
+    except ValidationError as error:
+        return Status(400, {"detail": " ".join(error.messages)})
+    return _fresh(request, child)
+
+
+@router.post(
+    "/runs/{run_id}/rescore",
+    response={200: RunOut, 201: RunOut, 400: ErrorOut},
+    summary="Judge a finished run's answers again, without asking the agent",
+)
+def run_rescore(
+    request: ApiRequest,
+    run_id: int,
+    payload: RescoreIn | None = None,
+    idempotency_key: str = Header("", alias="Idempotency-Key"),
+) -> Status[Any]:
+    """A new run (201, purpose "rescore", parent the run) whose results are the run's answers
+    judged by the dataset's current judge configuration, or by the one numbered `judge_config`.
+
+    Only the judge is called. The same request_key (or Idempotency-Key header) answers 200 with
+    the first re-score.
+    """
+    run = _run(request, run_id)
+    payload = payload or RescoreIn(request_key="", judge_config=None)
+    config = None
+    if payload.judge_config is not None:
+        dataset_id = run.dataset_id
+        config = (
+            JudgeConfig.objects.filter(dataset_id=dataset_id, number=payload.judge_config).first()
+            if dataset_id
+            else None
+        )
+        if config is None:
+            message = f"This run's dataset has no judge configuration v{payload.judge_config}."
+            raise NinjaValidationError(
+                [{"type": "value_error", "loc": ["body", "payload", "judge_config"], "msg": message}]
+            )
+    key = payload.request_key or idempotency_key
+    try:
+        child = services.run_rescore(run=run, user=request.user, request_key=key, judge_config=config)
     except ValidationError as error:
         return Status(400, {"detail": " ".join(error.messages)})
     return _fresh(request, child)

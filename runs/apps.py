@@ -11,3 +11,8 @@ class RunsConfig(AppConfig):
         from runs.services import run_on_agent_delete
 
         register_before_agent_delete(run_on_agent_delete)
+        from datasets.services import register_scoring_changed_hook
+        from runs.judging import dataset_scoring_changed
+
+        # Each change of a dataset's scoring settings makes its new judge configuration.
+        register_scoring_changed_hook(dataset_scoring_changed)

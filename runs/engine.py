@@ -56,10 +56,14 @@ class Outcome:
     judge_tokens: int = 0
     judge_cost: float = 0.0
     duration_ms: int = 0
+    judge_samples: list[float] = field(default_factory=list)
+    judge_stable: bool | None = None
 
 
 def execute(result: Result, run: Run, version: AgentVersion) -> Outcome:
     """Ask and score one result. AgentConfigError (the version can't run at all) propagates."""
+    if run.purpose == Run.Purpose.RESCORE:
+        return _rescore(result, run)
     started = time.monotonic()
     case = result.case
     trace: dict[str, str | int] = {"run": run.pk, "case": result.pk}
@@ -78,6 +82,24 @@ def execute(result: Result, run: Run, version: AgentVersion) -> Outcome:
         outcome.actual_answer = reply.answer
         outcome.trace_id = reply.trace_id
         _score(outcome, case, run, trace)
+    outcome.duration_ms = int((time.monotonic() - started) * 1000)
+    return outcome
+
+
+def _rescore(result: Result, run: Run) -> Outcome:
+    """A re-score's result: the answer copied from its source result (runs.services.rescore),
+    judged again. The agent is not asked and a smoke variant's question is not paraphrased."""
+    started = time.monotonic()
+    outcome = Outcome(
+        status=Result.Status.ERROR,
+        question=result.question or result.case.question,
+        actual_answer=result.actual_answer,
+        conversation=list(result.conversation),
+        tool_calls=list(result.tool_calls),
+        retrieval_context=list(result.retrieval_context),
+        trace_id=result.trace_id,
+    )
+    _score(outcome, result.case, run, {"run": run.pk, "case": result.pk})
     outcome.duration_ms = int((time.monotonic() - started) * 1000)
     return outcome
 
@@ -160,6 +182,7 @@ def _score(outcome: Outcome, case: RunCase, run: Run, trace: dict[str, str | int
     outcome.status = Result.Status.PASS if scored.passed else Result.Status.FAIL
     outcome.score, outcome.verdict, outcome.reasoning = scored.score, scored.verdict, scored.reasoning
     outcome.scorers = scored.scorers
+    outcome.judge_samples, outcome.judge_stable = scored.samples, scored.stable
     outcome.judge_tokens += scored.tokens
     outcome.judge_cost += scored.cost
 

@@ -14,7 +14,7 @@ from agents.selectors import agent_get_for_user
 from datasets.models import Document
 from evalsite.http import AuthedRequest
 from evalsite.links import site_url
-from runs import engine, exporters, selectors
+from runs import engine, exporters, selectors, xlsx_export
 from runs.models import Run
 
 
@@ -58,7 +58,9 @@ def export_xlsx(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespo
     _, run = _get_run_for_user(request, agent_id, run_id)
     content_type = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
     return _download(
-        exporters.run_export_xlsx(run, site_url=site_url(request)), content_type, exporters.export_filename(run, "xlsx")
+        xlsx_export.run_export_xlsx(run, site_url=site_url(request)),
+        content_type,
+        exporters.export_filename(run, "xlsx"),
     )
 
 

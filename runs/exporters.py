@@ -55,10 +55,10 @@ FORMAT_NAME = "evalsite.run"
 FORMAT_VERSION = 1
 # Result fields the JSON leaves out: the foreign keys (nested or implied) and the
 # dispatch token, an internal detail of the case queue.
-RESULT_FIELDS_OMITTED = {"run", "case", "token"}
+RESULT_FIELDS_OMITTED = {"run", "case", "token", "rescored_from"}
 XLSX_CELL_LIMIT = 32_767
 # Characters XML 1.0 forbids: openpyxl refuses them, so they are dropped from cells.
-_ILLEGAL_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+ILLEGAL_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 # Tool-use diagnostics per result (runs/tools.py): tool names, "; "-separated.
 TOOL_COLUMNS = ("tools_matched", "tools_missing", "tools_extra", "tools_wrong_args")
@@ -87,6 +87,9 @@ CSV_COLUMNS = (
     "trace_id",
     "finished_at",
     *TOOL_COLUMNS,
+    "judge",
+    "judge_samples",
+    "judge_stable",
 )
 
 
@@ -113,7 +116,7 @@ def export_columns() -> tuple[str, ...]:
     return CSV_COLUMNS + tuple(column for ext in EXPORT_EXTENSIONS for column in ext.columns)
 
 
-def _extra_cells(run: Run) -> Callable[[Result], list[Any]]:
+def extra_cells(run: Run) -> Callable[[Result], list[Any]]:
     """The extensions' cells of one result, read once per export (one query per extension)."""
     tables = [(ext.cells(run), len(ext.columns)) for ext in EXPORT_EXTENSIONS]
     return lambda result: [value for table, width in tables for value in table.get(result.pk, [""] * width)]
@@ -173,6 +176,7 @@ def _run_data(run: Run, results: list[Result], *, site_url: str | None = None) -
         "scorer": run.scorer,
         "scorer_label": run.get_scorer_display(),
         "judge_model": run.judge_model,
+        "judge": _judge_data(run),
         "scoring": run.scoring,
         "concurrency": run.concurrency,
         "total": run.total,
@@ -226,7 +230,26 @@ def _result_data(result: Result) -> dict[str, Any]:
     data["repeat"] = result.repeat + 1
     diagnosis = tools.result_diagnosis(result)
     data["tool_diagnosis"] = diagnosis.as_dict() if diagnosis else None
+    data["rescored_from_id"] = result.rescored_from_id
     return data
+
+
+def _judge_data(run: Run) -> dict[str, Any] | None:
+    """The judge configuration that scored the run (issue 18): its label says which judge made the scores."""
+    config = run.judge_config
+    if config is None:
+        return None
+    return {
+        "id": config.pk,
+        "number": config.number,
+        "label": config.label,
+        "fingerprint": config.fingerprint,
+        "judge_model": config.judge_model,
+        "threshold": config.threshold,
+        "scorers": config.scorers,
+        "resamples": config.resamples,
+        "examples": len(config.examples),
+    }
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -244,7 +267,7 @@ def _json_default(value: Any) -> Any:
 # ---- CSV and XLSX --------------------------------------------------------------------
 
 
-def _result_row(run: Run, result: Result) -> list[Any]:
+def result_row(run: Run, result: Result) -> list[Any]:
     """One result as spreadsheet values (numbers stay numbers, text is neutralised later)."""
     case = result.case
     return [
@@ -272,6 +295,9 @@ def _result_row(run: Run, result: Result) -> list[Any]:
         result.trace_id,
         result.finished_at,  # ISO text in CSV, a date cell in XLSX
         *_tool_cells(result),
+        run.judge_config.label if run.judge_config else "",
+        ", ".join(f"{sample:g}" for sample in result.judge_samples),
+        {True: "stable", False: "unstable"}.get(result.judge_stable, "") if result.judge_stable is not None else "",
     ]
 
 
@@ -290,7 +316,7 @@ def _scorer_text(row: dict[str, Any]) -> str:
     return f"{row.get('label') or row.get('name')}: {shown}{verdict}"
 
 
-def _summary_rows(run: Run, site_url: str | None = None) -> list[tuple[str, Any]]:
+def summary_rows(run: Run, site_url: str | None = None) -> list[tuple[str, Any]]:
     data = _run_data(run, list(Result.objects.filter(run=run).only("variant", "status")), site_url=site_url)
     return [
         ("Run", f"#{run.pk}"),
@@ -302,6 +328,8 @@ def _summary_rows(run: Run, site_url: str | None = None) -> list[tuple[str, Any]
         ("Stopped because", run.stop_reason),
         ("Cost cap (USD)", None if run.budget_cap is None else float(run.budget_cap)),
         ("Scorer", run.get_scorer_display() + (f" ({run.judge_model})" if run.judge_model else "")),
+        ("Judge", run.judge_config.label if run.judge_config else ""),
+        ("Judge fingerprint", run.judge_config.fingerprint if run.judge_config else ""),
         ("Pass threshold", run.pass_threshold),
         ("Results scored (cases as written, every repeat)", run.passed + run.failed + run.errored),
         ("Passed", run.passed),
@@ -330,7 +358,7 @@ def _summary_rows(run: Run, site_url: str | None = None) -> list[tuple[str, Any]
     ]
 
 
-def _cell_text(value: Any) -> Any:
+def cell_text(value: Any) -> Any:
     if value is None:
         return ""
     if isinstance(value, datetime):
@@ -346,104 +374,10 @@ def run_export_csv(run: Run) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, quoting=csv.QUOTE_ALL)
     writer.writerow(export_columns())
-    extra = _extra_cells(run)
+    extra = extra_cells(run)
     for result in selectors.result_list(run=run):
-        writer.writerow(_cell_text(value) for value in _result_row(run, result) + extra(result))
+        writer.writerow(cell_text(value) for value in result_row(run, result) + extra(result))
     return buffer.getvalue()
-
-
-def _xlsx_cell(value: Any) -> Any:
-    if isinstance(value, datetime):
-        # Excel has no time zones: the local time of the console, as the pages show it.
-        return timezone.localtime(value).replace(tzinfo=None)
-    value = _cell_text(value)
-    if isinstance(value, str):
-        value = _ILLEGAL_XML.sub("", value)[:XLSX_CELL_LIMIT]
-    return value
-
-
-# Results sheet: each column's width (characters) and, for text, whether it wraps.
-XLSX_WIDTHS = {"question": 48, "expected_answer": 48, "actual_answer": 56, "reasoning": 56, "error": 36}
-XLSX_WRAPPED = {"question", "expected_answer", "actual_answer", "error", "reasoning", "scorers", "tool_calls"}
-XLSX_NARROW = {"run_id": 8, "case_number": 8, "repeat": 8, "variant": 8, "score": 8, "status": 10}
-DATE_FORMAT = "yyyy-mm-dd hh:mm:ss"
-USD_FORMAT = '"$"#,##0.0000'
-XLSX_FORMATS = {
-    "score": "0.0",
-    "finished_at": DATE_FORMAT,
-    "agent_cost_usd": USD_FORMAT,
-    "judge_cost_usd": USD_FORMAT,
-}
-SUMMARY_FORMATS = {
-    "Pass rate": "0.0%",
-    "Case pass rate (every repeat passed)": "0.0%",
-    "Robustness (smoke variants passed)": "0.0%",
-    "Agent cost (USD)": USD_FORMAT,
-    "Judge cost (USD)": USD_FORMAT,
-    "Started": DATE_FORMAT,
-    "Finished": DATE_FORMAT,
-}
-
-
-def run_export_xlsx(run: Run, *, site_url: str | None = None) -> bytes:
-    """Summary first, then Results: a bold, frozen header with a filter, sized and wrapped
-    columns, dates as dates and rates as percentages (write-only mode: one pass, low memory)."""
-    from openpyxl import Workbook
-    from openpyxl.styles import Alignment, Font
-    from openpyxl.utils import get_column_letter
-
-    workbook = Workbook(write_only=True)
-    top, wrap = Alignment(vertical="top"), Alignment(vertical="top", wrap_text=True)
-    bold = Font(bold=True)
-
-    summary = workbook.create_sheet("Summary")
-    summary.column_dimensions["A"].width = 44
-    summary.column_dimensions["B"].width = 80
-    for label, value in _summary_rows(run, site_url):
-        summary.append(
-            [
-                _styled(summary, label, font=bold, alignment=top),
-                _styled(summary, value, number_format=SUMMARY_FORMATS.get(label), alignment=wrap),
-            ]
-        )
-
-    results = workbook.create_sheet("Results")
-    results.freeze_panes = "A2"
-    columns, extra = export_columns(), _extra_cells(run)
-    for index, name in enumerate(columns, start=1):
-        width = XLSX_WIDTHS.get(name) or XLSX_NARROW.get(name) or max(12, len(name) + 2)
-        results.column_dimensions[get_column_letter(index)].width = width
-    results.append([_styled(results, name, font=bold) for name in columns])
-    styles = [(XLSX_FORMATS.get(name), wrap if name in XLSX_WRAPPED else top) for name in columns]
-    rows = 0
-    for result in selectors.result_list(run=run):
-        values = _result_row(run, result) + extra(result)
-        results.append(
-            [
-                _styled(results, value, number_format=number_format, alignment=alignment)
-                for value, (number_format, alignment) in zip(values, styles, strict=True)
-            ]
-        )
-        rows += 1
-    results.auto_filter.ref = f"A1:{get_column_letter(len(columns))}{rows + 1}"
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    return buffer.getvalue()
-
-
-def _styled(
-    sheet: Any, value: Any, *, font: Any = None, alignment: Any = None, number_format: str | None = None
-) -> Any:
-    from openpyxl.cell import WriteOnlyCell
-
-    cell = WriteOnlyCell(sheet, value=_xlsx_cell(value))
-    if font is not None:
-        cell.font = font
-    if alignment is not None:
-        cell.alignment = alignment
-    if number_format and value is not None:
-        cell.number_format = number_format
-    return cell
 
 
 # ---- the standalone HTML report ------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from django import forms
 
 from agents.models import Agent, AgentVersion
-from runs.models import Run
+from runs.models import JudgeConfig, Run
 from runs.selectors import FILTERS, SORTS
 
 
@@ -32,6 +32,36 @@ class RerunForm(forms.Form):
         field.label_from_instance = lambda obj: (  # type: ignore[method-assign]
             f"Version {obj.number}" + (" (current)" if obj.pk == agent.current_version_id else "")
         )
+
+
+class RescoreForm(forms.Form):
+    """Judge a run's answers again: with the dataset's current settings, or a configuration of its
+    dataset by number. The page offers the current settings and the run's own judge (known without a
+    query, which keeps the run page within its query budget); the API takes any number."""
+
+    judge_config = forms.TypedChoiceField(coerce=int, empty_value=None, required=False, label="Judge")
+    request_key = forms.CharField(required=False, max_length=64)
+
+    def __init__(self, *args: Any, run: Run, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.run = run
+        choices: list[tuple[Any, str]] = [("", "Current dataset settings")]
+        if run.judge_config is not None and run.dataset_id:
+            choices.append((run.judge_config.number, f"{run.judge_config.label} (this run's judge)"))
+        field = self.fields["judge_config"]
+        assert isinstance(field, forms.TypedChoiceField)
+        field.choices = choices
+        field.error_messages["invalid_choice"] = "Pick a judge configuration of this run's dataset."
+
+    def clean_judge_config(self) -> JudgeConfig | None:
+        number = self.cleaned_data.get("judge_config")
+        if number is None:
+            return None
+        dataset_id = self.run.dataset_id
+        config = JudgeConfig.objects.filter(dataset_id=dataset_id, number=number).first() if dataset_id else None
+        if config is None:
+            raise forms.ValidationError("Pick a judge configuration of this run's dataset.")
+        return config
 
 
 class ResultViewForm(forms.Form):

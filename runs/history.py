@@ -20,8 +20,11 @@ WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 560, 200, 40, 16, 16, 34
 
 
 def judge_key(run: Run) -> str:
-    """What makes two runs' scores comparable: the judge configuration they were scored with.
-    (Switches to Run.judge_config once that exists.)"""
+    """What makes two runs' scores comparable: the judge configuration they were scored with
+    (runs.judging: one row per fingerprint, so its id says it); a run from before judges were
+    recorded, its judge model, scorer and scoring settings."""
+    if run.judge_config_id is not None:
+        return f"config:{run.judge_config_id}"
     return json.dumps([run.judge_model, run.scorer, run.scoring], sort_keys=True, default=str)
 
 

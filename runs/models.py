@@ -7,6 +7,64 @@ from django.db.models import Q
 from datasets.models import DEFAULT_PASS_THRESHOLD
 
 
+class JudgeConfig(models.Model):
+    """What made a score: a dataset's judge model, prompt template, criteria, threshold, scorer set,
+    re-sample count and alignment examples at one point in time, numbered per dataset (v1, v2...).
+
+    Made by runs.judging.judge_config_for (get-or-create on the fingerprint, a sha256 of all of
+    them), so the same settings always map to the same configuration and any change makes a new one.
+    """
+
+    dataset = models.ForeignKey(
+        "datasets.Dataset", on_delete=models.SET_NULL, null=True, blank=True, related_name="judge_configs"
+    )
+    number = models.PositiveIntegerField()
+    fingerprint = models.CharField(max_length=64)
+    # The model that judges, resolved (the dataset's override or the console's); "" for the offline scorer.
+    judge_model = models.CharField(max_length=200, blank=True)
+    # The judge's messages with the case's parts left as {placeholders}: instructions, worked
+    # examples, rubric, and the user message's sections with the dataset's criteria filled in.
+    prompt_template = models.TextField(blank=True)
+    criteria = models.JSONField(default=dict, blank=True)
+    threshold = models.PositiveSmallIntegerField(default=7)
+    scorers = models.JSONField(default=list, blank=True)
+    resamples = models.PositiveSmallIntegerField(default=0)
+    # Reviewers' overrides shown to the judge: [{question, answer, expected, verdict, note, score}].
+    examples = models.JSONField(default=list, blank=True)
+    # The Run.scoring keys this configuration sets (a re-score lays them over its source run's).
+    settings = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["dataset_id", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "fingerprint"], name="unique_judge_config_fingerprint"),
+            models.UniqueConstraint(fields=["dataset", "number"], name="unique_judge_config_number"),
+        ]
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def label(self) -> str:
+        """ "judge v3: gpt-4o-mini, custom criteria" """
+        if not self.judge_model:
+            return f"judge v{self.number}: offline reference scorer"
+        features = []
+        if self.settings.get("judge_prompt"):
+            features.append("custom prompt")
+        if any(self.criteria.values()):
+            features.append("custom criteria")
+        if self.examples:
+            features.append(f"{len(self.examples)} review example{'s' if len(self.examples) != 1 else ''}")
+        model = self.judge_model.rsplit("/", 1)[-1]
+        return f"judge v{self.number}: {model}, {', '.join(features) or 'default prompt'}"
+
+    @property
+    def short_fingerprint(self) -> str:
+        return self.fingerprint[:12]
+
+
 class Run(models.Model):
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -19,6 +77,7 @@ class Run(models.Model):
         RUN = "run", "Evaluation"
         RERUN = "rerun", "Re-run of failed cases"
         VERIFY = "verify", "Verification"
+        RESCORE = "rescore", "Re-score"
 
     class Scorer(models.TextChoices):
         LLM = "llm", "LLM judge"
@@ -45,6 +104,10 @@ class Run(models.Model):
     # Scoring settings copied from the dataset at creation (criteria, threshold, repeats, ...).
     scoring = models.JSONField(default=dict, blank=True)
     judge_model = models.CharField(max_length=200, blank=True)
+    # The judge configuration that scored this run (runs.judging): set when the run is created.
+    judge_config = models.ForeignKey(
+        "runs.JudgeConfig", on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
+    )
     scorer = models.CharField(max_length=8, choices=Scorer.choices, default=Scorer.LLM)
     concurrency = models.PositiveSmallIntegerField(default=3)
     # Guards against double submission: the same key never creates a second run.
@@ -209,6 +272,13 @@ class Result(models.Model):
     agent_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     judge_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Judge stability near the threshold (runs.stability): every score the judge gave, first one
+    # first, when it was asked again; the score above is their median. judge_stable says whether
+    # all of them fell on the same side of the threshold (None: asked once).
+    judge_samples = models.JSONField(default=list, blank=True)
+    judge_stable = models.BooleanField(null=True, blank=True)
+    # A re-score's result: the result of the source run whose answer it judged again.
+    rescored_from = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="rescores")
 
     class Meta:
         ordering = ["case__position", "repeat", "variant"]

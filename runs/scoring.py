@@ -8,7 +8,6 @@ score is 0-1 for similarity rows, passed is None for rows that are information o
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -16,6 +15,8 @@ from typing import Any
 from datasets.models import DEFAULT_PASS_THRESHOLD
 from evalsite import llm
 from evalsite.text import jaccard, key_points, point_covered, tokens
+from runs import stability
+from runs.trajectory import MODE_LABELS, call_text, trajectory_match
 
 # Verdict bands, from the top: a score at or above the bound gets the label.
 BANDS = ((9, "Comprehensive"), (7, "Correct"), (4, "Partially correct"), (0, "Incorrect"))
@@ -104,6 +105,9 @@ class Judgment:
     reasoning: str
     tokens: int = 0
     cost: float = 0.0
+    # Every score the judge gave when it was asked again near the threshold (runs.stability).
+    samples: list[float] = field(default_factory=list)
+    stable: bool | None = None
 
 
 @dataclass
@@ -115,6 +119,8 @@ class Scored:
     scorers: list[dict[str, Any]]
     tokens: int
     cost: float
+    samples: list[float] = field(default_factory=list)
+    stable: bool | None = None
 
 
 def verdict_for(score: float) -> str:
@@ -129,8 +135,8 @@ def score_case(
 ) -> Scored:
     """Judge the answer and run the deterministic scorers. Raises JudgeError when the judge fails."""
     rows, tokens_used, cost = scorer_rows(evaluation, scoring, trace)
-    judgment = offline_judgment(evaluation) if offline else judge(evaluation, scoring, trace)
     threshold = scoring.get("pass_threshold", DEFAULT_PASS_THRESHOLD)
+    judgment = offline_judgment(evaluation) if offline else judge_stably(evaluation, scoring, trace)
     passed = judgment.score >= threshold
     reasoning = judgment.reasoning
     trajectory = next((row for row in rows if row.name in GATING_SCORERS), None)
@@ -145,26 +151,61 @@ def score_case(
         scorers=[row.as_dict() for row in rows],
         tokens=judgment.tokens + tokens_used,
         cost=judgment.cost + cost,
+        samples=judgment.samples,
+        stable=judgment.stable,
     )
 
 
 # ---- the LLM judge --------------------------------------------------------------
 
 
-def judge(evaluation: Evaluation, scoring: dict[str, Any], trace: dict[str, str | int]) -> Judgment:
-    instructions = (scoring.get("judge_prompt") or "").strip() or JUDGE_INSTRUCTIONS
-    messages = [
-        {"role": "system", "content": f"{instructions}\n\n{JUDGE_RUBRIC}"},
-        {"role": "user", "content": judge_prompt(evaluation, scoring)},
-    ]
+def judge_stably(evaluation: Evaluation, scoring: dict[str, Any], trace: dict[str, str | int]) -> Judgment:
+    """The judge, asked `judge_resamples` more times when its score sits by the threshold; the
+    median counts and every call's tokens and cost are the judge's. A failed re-sample ends the
+    re-sampling (its cost still counts) without failing the result: the first judgment stands."""
+    first = judge(evaluation, scoring, trace)
+    threshold = scoring.get("pass_threshold", DEFAULT_PASS_THRESHOLD)
+    extra = int(scoring.get("judge_resamples") or 0)
+    if extra <= 0 or not stability.near_threshold(first.score, threshold):
+        return first
+    judgments, tokens, cost = [first], first.tokens, first.cost
+    for sample in range(2, extra + 2):
+        try:
+            again = judge(
+                evaluation, scoring, {**trace, "judge_sample": sample}, temperature=stability.RESAMPLE_TEMPERATURE
+            )
+        except JudgeError as error:
+            tokens, cost = tokens + error.tokens, cost + error.cost
+            break
+        judgments.append(again)
+        tokens, cost = tokens + again.tokens, cost + again.cost
+    if len(judgments) == 1:  # no re-sample answered: the first judgment stands, at its full cost
+        return Judgment(first.score, first.verdict, first.reasoning, tokens=tokens, cost=cost)
+    samples = [judgment.score for judgment in judgments]
+    median = stability.median_score(samples)
+    chosen = judgments[stability.closest_to(samples, median)]
+    return Judgment(
+        score=median,
+        verdict=verdict_for(median),
+        reasoning=chosen.reasoning,
+        tokens=tokens,
+        cost=cost,
+        samples=samples,
+        stable=stability.is_stable(samples, threshold),
+    )
+
+
+def judge(
+    evaluation: Evaluation, scoring: dict[str, Any], trace: dict[str, str | int], *, temperature: float = 0
+) -> Judgment:
     try:
         result = llm.complete_json(
-            messages,
+            judge_messages(evaluation, scoring),
             schema=JUDGE_SCHEMA,
             task="judge",
             purpose="judge",
             model=scoring.get("judge_model") or None,
-            temperature=0,
+            temperature=temperature,
             trace=trace,
         )
     except llm.LLMError as error:
@@ -182,6 +223,39 @@ def judge(evaluation: Evaluation, scoring: dict[str, Any], trace: dict[str, str 
         tokens=result.prompt_tokens + result.completion_tokens,
         cost=result.cost,
     )
+
+
+def judge_messages(evaluation: Evaluation, scoring: dict[str, Any]) -> list[dict[str, str]]:
+    """System (instructions, the reviewers' worked examples, the rubric) and user (the case)."""
+    instructions = (scoring.get("judge_prompt") or "").strip() or JUDGE_INSTRUCTIONS
+    parts = [instructions, _examples_text(scoring.get("alignment") or []), JUDGE_RUBRIC]
+    return [
+        {"role": "system", "content": "\n\n".join(part for part in parts if part)},
+        {"role": "user", "content": judge_prompt(evaluation, scoring)},
+    ]
+
+
+def _examples_text(examples: list[dict[str, Any]]) -> str:
+    """Reviewers' overrides (issue 18, section 7) as worked examples: their verdict is the right one."""
+    if not examples:
+        return ""
+    blocks = []
+    for number, example in enumerate(examples, 1):
+        score = f", score {example['score']:g}/10" if isinstance(example.get("score"), int | float) else ""
+        lines = [
+            f"Question: {example.get('question', '')}",
+            f"Answer: {example.get('answer', '') or '(empty)'}",
+            f"Expected answer: {example.get('expected', '') or '(none given)'}",
+            f"Reviewer's verdict: {example.get('verdict', '')}{score}",
+        ]
+        if example.get("note"):
+            lines.append(f"Reviewer's note: {example['note']}")
+        blocks.append(f"### Example {number}\n<data>\n" + "\n".join(lines) + "\n</data>")
+    intro = (
+        "Worked examples: answers this team's reviewers judged differently from an earlier judge. "
+        "Their verdict is the right one; judge similar answers the same way."
+    )
+    return intro + "\n\n" + "\n\n".join(blocks)
 
 
 def judge_prompt(evaluation: Evaluation, scoring: dict[str, Any]) -> str:
@@ -218,13 +292,7 @@ def judge_prompt(evaluation: Evaluation, scoring: dict[str, Any]) -> str:
 
 
 def _trajectory_text(calls: list[dict[str, Any]]) -> str:
-    return "\n".join(f"{i}. {_call_text(call)}" for i, call in enumerate(calls, 1))
-
-
-def _call_text(call: dict[str, Any]) -> str:
-    args = call.get("args") or {}
-    shown = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items())
-    return f"{call.get('name', '?')}({shown})"
+    return "\n".join(f"{i}. {call_text(call)}" for i, call in enumerate(calls, 1))
 
 
 # ---- the offline reference scorer ---------------------------------------------------
@@ -359,14 +427,7 @@ def _cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=False)) / norm if norm else 0.0
 
 
-# ---- tool trajectories -----------------------------------------------------------------
-
-MODE_LABELS = {
-    "strict": "the same tools in the same order",
-    "unordered": "the same tools in any order",
-    "superset": "at least the expected tools",
-    "subset": "only expected tools",
-}
+# ---- tool trajectories (the matching itself: runs/trajectory.py) ---------------------------
 
 
 def trajectory_row(
@@ -374,90 +435,8 @@ def trajectory_row(
 ) -> ScorerRow:
     passed, problem = trajectory_match(actual, expected, mode, check_args)
     wanted = MODE_LABELS.get(mode, MODE_LABELS["strict"]) + (" with matching arguments" if check_args else "")
-    called = ", ".join(_call_text(call) for call in actual) or "no tools"
+    called = ", ".join(call_text(call) for call in actual) or "no tools"
     detail = f"Expected {wanted}; the agent called {called}."
     if problem:
         detail += f" {problem}"
     return ScorerRow("trajectory", f"Trajectory ({mode})", 1.0 if passed else 0.0, passed, detail)
-
-
-def trajectory_match(
-    actual: list[dict[str, Any]], expected: list[dict[str, Any]], mode: str, check_args: bool
-) -> tuple[bool, str]:
-    """(matched, what went wrong). Args, when checked, must hold every expected key with an equal value."""
-
-    def fits(call: dict[str, Any], want: dict[str, Any]) -> bool:
-        return call_fits(call, want, check_args)
-
-    if mode == "strict":
-        if len(actual) != len(expected):
-            return False, f"It made {len(actual)} call(s) where {len(expected)} were expected."
-        for position, (call, want) in enumerate(zip(actual, expected, strict=True), 1):
-            if not fits(call, want):
-                return False, f"Call {position} should have been {_call_text(want)}."
-        return True, ""
-    matched = _matching(actual, expected, fits)
-    if mode == "unordered":
-        if len(actual) != len(expected) or matched < len(expected):
-            return False, _unmatched_text(actual, expected, fits)
-        return True, ""
-    if mode == "superset":
-        return (True, "") if matched == len(expected) else (False, _unmatched_text(actual, expected, fits))
-    if mode == "subset":
-        if matched == len(actual):
-            return True, ""
-        extra = [call for call in actual if not any(fits(call, want) for want in expected)]
-        names = ", ".join(_call_text(call) for call in extra) or "a repeated call"
-        return False, f"Not expected: {names}."
-    return False, f"Unknown trajectory mode {mode!r}."
-
-
-def _unmatched_text(actual: list[dict[str, Any]], expected: list[dict[str, Any]], fits: Any) -> str:
-    missing = [want for want in expected if not any(fits(call, want) for call in actual)]
-    extra = [call for call in actual if not any(fits(call, want) for want in expected)]
-    parts = []
-    if missing:
-        parts.append("Missing: " + ", ".join(_call_text(want) for want in missing) + ".")
-    if extra:
-        parts.append("Not expected: " + ", ".join(_call_text(call) for call in extra) + ".")
-    return " ".join(parts) or "The number of calls differs."
-
-
-def _matching(actual: list[dict[str, Any]], expected: list[dict[str, Any]], fits: Any) -> int:
-    """Size of a maximum matching between calls and expectations."""
-    return len(matching_pairs(actual, expected, fits))
-
-
-def matching_pairs(actual: list[dict[str, Any]], expected: list[dict[str, Any]], fits: Any) -> dict[int, int]:
-    """A maximum matching, as {actual index: expected index} (augmenting paths; lists are short)."""
-    owner: dict[int, int] = {}  # actual index -> expected index
-
-    def assign(want_index: int, seen: set[int]) -> bool:
-        for call_index, call in enumerate(actual):
-            if call_index in seen or not fits(call, expected[want_index]):
-                continue
-            seen.add(call_index)
-            if call_index not in owner or assign(owner[call_index], seen):
-                owner[call_index] = want_index
-                return True
-        return False
-
-    for want_index in range(len(expected)):
-        assign(want_index, set())
-    return owner
-
-
-def call_fits(call: dict[str, Any], want: dict[str, Any], check_args: bool) -> bool:
-    if str(call.get("name", "")).strip().lower() != str(want.get("name", "")).strip().lower():
-        return False
-    if not check_args:
-        return True
-    args = call.get("args") or {}
-    return all(key in args and _same_value(args[key], value) for key, value in (want.get("args") or {}).items())
-
-
-def _same_value(actual: Any, expected: Any) -> bool:
-    if isinstance(expected, dict | list) or isinstance(actual, dict | list):
-        return json.dumps(actual, sort_keys=True) == json.dumps(expected, sort_keys=True)
-    # "42" and 42, "A-1042" and "a-1042 " are the same argument for a QA person.
-    return str(actual).strip().casefold() == str(expected).strip().casefold()

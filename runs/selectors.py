@@ -57,7 +57,7 @@ CARD_SELECT_RELATED: list[str] = []  # the same, for relations one join away (no
 
 def run_list(*, agent: Agent, query: str = "") -> QuerySet[Run]:
     """The agent's runs, newest first; `query` matches the dataset name or a status."""
-    runs = Run.objects.filter(agent=agent).select_related("agent_version", "created_by")
+    runs = Run.objects.filter(agent=agent).select_related("agent_version", "created_by", "judge_config")
     query = query.strip()
     if query:
         statuses = [value for value, label in Run.Status.choices if label.lower().startswith(query.lower())]
@@ -80,7 +80,9 @@ def run_get_for_user(*, user: User | AnonymousUser, run_id: int) -> Run:
     if isinstance(user, AnonymousUser):
         runs = Run.objects.none()
     else:
-        runs = Run.objects.filter(agent__team__memberships__user=user).select_related("agent", "agent_version")
+        runs = Run.objects.filter(agent__team__memberships__user=user).select_related(
+            "agent", "agent_version", "judge_config"
+        )
     return get_object_or_404(runs, pk=run_id)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runs.models import Result, Run
-from runs.scoring import call_fits, matching_pairs
+from runs.trajectory import call_fits, matching_pairs
 
 
 @dataclass

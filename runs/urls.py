@@ -16,6 +16,7 @@ urlpatterns = [
     path("<int:run_id>/stop/", views.run_stop, name="stop"),
     path("<int:run_id>/rerun/", views.run_rerun, name="rerun"),
     path("<int:run_id>/baseline/", views.run_baseline, name="baseline"),
+    path("<int:run_id>/rescore/", views.run_rescore, name="rescore"),
     path("<int:run_id>/export/json/", export_views.export_json, name="export_json"),
     path("<int:run_id>/export/csv/", export_views.export_csv, name="export_csv"),
     path("<int:run_id>/export/xlsx/", export_views.export_xlsx, name="export_xlsx"),

@@ -26,7 +26,7 @@ from datasets.selectors import dataset_run_blocker
 from evalsite.http import AuthedRequest, is_partial
 from runs import charts, comparison, estimate, history, selectors, services, tools
 from runs.baseline import baseline_box_get
-from runs.forms import CompareForm, MatrixForm, RerunForm, ResultViewForm, RunStartForm
+from runs.forms import CompareForm, MatrixForm, RerunForm, RescoreForm, ResultViewForm, RunStartForm
 from runs.matrix import run_matrix
 from runs.models import Run
 
@@ -164,6 +164,27 @@ def run_rerun(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespons
     return _navigate(request, reverse("runs:detail", args=[agent.pk, child.pk]))
 
 
+@login_required
+@require_POST
+def run_rescore(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
+    agent, run = _get_run_for_user(request, agent_id, run_id)
+    run_url = reverse("runs:detail", args=[agent.pk, run.pk])
+    form = RescoreForm(request.POST, run=run)
+    if not form.is_valid():
+        return _error(request, ValidationError([str(m) for errors in form.errors.values() for m in errors]), run_url)
+    try:
+        child = services.run_rescore(
+            run=run,
+            user=request.user,
+            request_key=form.cleaned_data["request_key"],
+            judge_config=form.cleaned_data["judge_config"],
+        )
+    except ValidationError as error:
+        return _error(request, error, run_url)
+    messages.success(request, f"Re-score started: the answers of run #{run.pk} are being judged again.")
+    return _navigate(request, reverse("runs:detail", args=[agent.pk, child.pk]))
+
+
 # ---- the runs tab -----------------------------------------------------------------------
 
 
@@ -250,6 +271,7 @@ def run_detail(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespon
         "related": list(selectors.run_related_list(run=run)[:10]),
         "compare_with": selectors.run_compare_default(run=run),
         "rerun_form": RerunForm(agent=agent),
+        "rescore_form": RescoreForm(run=run),
         "reexecutions": selectors.run_reexecutions(run=run),
         "baseline_box": baseline_box_get(run=run),
     }

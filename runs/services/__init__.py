@@ -18,6 +18,7 @@ from runs.services.baseline import dataset_baseline_pin, dataset_baseline_unpin
 from runs.services.execution import MAX_CASE_ATTEMPTS, run_execute_case
 from runs.services.lifecycle import run_fail, run_finish, run_on_agent_delete, run_stop
 from runs.services.reaper import run_reap
+from runs.services.rescore import run_rescore
 from runs.services.start import AGENT_NOT_RUNNABLE, run_rerun, run_start, run_verify_start
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "run_on_agent_delete",
     "run_reap",
     "run_rerun",
+    "run_rescore",
     "run_start",
     "run_stop",
     "run_verify_start",

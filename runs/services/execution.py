@@ -133,6 +133,8 @@ def _result_save(result: Result, token: str, outcome: engine.Outcome) -> None:
             reasoning=outcome.reasoning,
             error=outcome.error,
             scorers=outcome.scorers,
+            judge_samples=outcome.judge_samples,
+            judge_stable=outcome.judge_stable,
             duration_ms=outcome.duration_ms,
             agent_tokens=outcome.agent_tokens,
             judge_tokens=outcome.judge_tokens,

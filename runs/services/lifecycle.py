@@ -138,6 +138,11 @@ def _run_summarize(run: Run) -> None:
         note = "No summary: the run reached its budget cap. " + _stopped_text(
             run, ending="so the figures above cover only the {finished} that finished."
         )
+    elif run.purpose == Run.Purpose.RESCORE:
+        note = (
+            f"No summary: this re-score judged the answers of run #{run.parent_id} again. "
+            "Compare the two runs to see what the judge changed."
+        )
     elif not llm.is_configured("llm"):
         note = "No summary: no model is configured. " + (
             _stopped_text(run, ending="so the figures above cover only the {finished} that finished.")

@@ -29,10 +29,11 @@ def case_stability_refresh(*, dataset_id: int | None) -> int:
     if dataset_id is None:
         return 0
     recent = Run.objects.filter(dataset_id=dataset_id).order_by("-created_at", "-id")[:STABILITY_RUNS]
+    # The judge: its recorded configuration (runs.judging), else for older runs its inputs.
     judges = {
-        pk: (version, scorer, judge_model, _judge_settings(scoring))
-        for pk, version, scorer, judge_model, scoring in recent.values_list(
-            "pk", "agent_version_id", "scorer", "judge_model", "scoring"
+        pk: (version, config_id or (scorer, judge_model, _judge_settings(scoring)))
+        for pk, version, config_id, scorer, judge_model, scoring in recent.values_list(
+            "pk", "agent_version_id", "judge_config_id", "scorer", "judge_model", "scoring"
         )
     }
     runs = list(judges)

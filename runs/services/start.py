@@ -4,6 +4,7 @@ re-runs of a run's failed cases, and the verify runs of a change."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -15,10 +16,10 @@ from django.db.models import Q
 
 from agents import selectors as agent_selectors
 from agents.models import Agent, AgentVersion
-from datasets.fields import CASE_FIELD_NAMES, SCORING_FIELDS
+from datasets.fields import CASE_FIELD_NAMES
 from datasets.models import Dataset, TestCase
 from evalsite import llm
-from runs import selectors
+from runs import judging, selectors
 from runs.models import Result, Run, RunCase
 from runs.services.dispatch import fill_window
 
@@ -61,7 +62,7 @@ def run_start(
                 agent=agent,
                 version=version,
                 dataset=dataset,
-                scoring={name: getattr(dataset, name) for name in SCORING_FIELDS},
+                scoring=judging.dataset_scoring(dataset),
                 snapshots=[_case_snapshot(case, number=index) for index, case in enumerate(cases, start=1)],
                 user=user,
                 request_key=request_key,
@@ -211,7 +212,10 @@ def _run_create(
     parent: Run | None = None,
     purpose: str = Run.Purpose.RUN,
     budget_cap: Decimal | None = None,
+    results_for: Callable[[Run, list[RunCase]], list[Result]] | None = None,
 ) -> Run:
+    """The run, its case snapshot and its pending results (`results_for`, by default one per
+    repeat and variant of each case), then the first window."""
     judge_model = llm.model_for("judge", scoring.get("judge_model") or None)
     run = Run.objects.create(
         agent=agent,
@@ -222,6 +226,7 @@ def _run_create(
         purpose=purpose,
         scoring=scoring,
         judge_model=judge_model or "",
+        judge_config=judging.judge_config_for(dataset=dataset, scoring=scoring),
         scorer=Run.Scorer.LLM if judge_model else Run.Scorer.OFFLINE,
         concurrency=max(1, settings.EVALSITE_RUN_CONCURRENCY),
         request_key=request_key,
@@ -231,7 +236,10 @@ def _run_create(
     cases = RunCase.objects.bulk_create(
         [RunCase(run=run, position=position, **snapshot) for position, snapshot in enumerate(snapshots)]
     )
-    results = _results_for(run, cases, repeats=max(1, int(scoring.get("number_of_requests") or 1)))
+    if results_for is not None:
+        results = results_for(run, cases)
+    else:
+        results = _results_for(run, cases, repeats=max(1, int(scoring.get("number_of_requests") or 1)))
     Result.objects.bulk_create(results, batch_size=500)
     run.total = sum(1 for result in results if result.status == Result.Status.PENDING)
     Run.objects.filter(pk=run.pk).update(total=run.total)

@@ -47,8 +47,9 @@ SUGGESTIONS_SCHEMA = {
 
 def suggestion_generation_on_run_finished(run: Run) -> None:
     """The run-finished hook (runs/hooks.py), registered in SuggestionsConfig.ready(): queue the
-    suggestion job of a run that needs one. Idempotent, as a hook must be."""
-    if run_needs_suggestions(run):
+    suggestion job of a run that needs one. Idempotent, as a hook must be. A re-score asked no
+    agent anything: its suggestions would be those of the run it judged again."""
+    if run.purpose != Run.Purpose.RESCORE and run_needs_suggestions(run):
         suggestion_generation_start(run=run)  # queues the suggestion task on commit
 
 

@@ -17,8 +17,10 @@ from datasets.importers import CSV_COLUMNS
 from datasets.jobs import EXTRACT, GENERATE, job_enqueue
 from datasets.models import Dataset, TestCase
 
-# Columns of the row that are not case content: identity, order, relations, timestamps.
+# Columns of the row that are not case content: identity, order, relations, timestamps, and the
+# verdict flips that runs count onto the case (runs.services.stability), which no one edits or exports.
 NOT_CASE_FIELDS = {"id", "dataset", "position", "documents", "source_document", "created_at", "updated_at"}
+NOT_CASE_FIELDS |= {"flips", "flip_chances"}
 
 
 def test_every_content_column_of_a_test_case_is_a_case_field():

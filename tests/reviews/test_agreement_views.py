@@ -13,7 +13,7 @@ from openpyxl import load_workbook
 from accounts import services as account_services
 from reviews import services
 from reviews.selectors import agreement_groups, judge_key
-from runs import exporters
+from runs import exporters, xlsx_export
 from tests.reviews.conftest import results_of
 from tests.runs.review_helpers import CaseSpec, build_run
 
@@ -114,7 +114,7 @@ def test_exports_carry_the_reviewer_columns(reviewed_run):
     assert [r["reviewer"] for r in data["results"][0]["reviews"]] == ["alice", "bob"]
     assert data["results"][9]["reviews"] is None
 
-    sheet = load_workbook(io.BytesIO(exporters.run_export_xlsx(reviewed_run)))["Results"]
+    sheet = load_workbook(io.BytesIO(xlsx_export.run_export_xlsx(reviewed_run)))["Results"]
     header = [cell.value for cell in sheet[1]]
     assert header[-4:] == ["reviewed_verdict", "reviews", "reviewers", "review_notes"]
     assert sheet.cell(row=3, column=len(header) - 1).value == "alice: fail 3/10"

@@ -7,7 +7,7 @@ import json
 import pytest
 from openpyxl import load_workbook
 
-from runs import exporters
+from runs import exporters, xlsx_export
 from runs.models import Result, Run
 from tests.factories import DatasetFactory
 from tests.runs.review_helpers import XSS, CaseSpec, build_run
@@ -93,7 +93,7 @@ def test_csv_and_xlsx_neutralise_formulas(agent):
             assert not cell or cell[0] not in "=+-@\t\r\n", repr(cell)
     assert rows[1][rows[0].index("question")] == "'" + FORMULAS[0]
 
-    workbook = load_workbook(io.BytesIO(exporters.run_export_xlsx(run)))
+    workbook = load_workbook(io.BytesIO(xlsx_export.run_export_xlsx(run)))
     for sheet in workbook.worksheets:
         for row in sheet.iter_rows():
             for cell in row:
@@ -103,7 +103,7 @@ def test_csv_and_xlsx_neutralise_formulas(agent):
 
 
 def test_xlsx_has_a_results_sheet_and_a_summary_sheet(run):
-    workbook = load_workbook(io.BytesIO(exporters.run_export_xlsx(run)))
+    workbook = load_workbook(io.BytesIO(xlsx_export.run_export_xlsx(run)))
     assert workbook.sheetnames == ["Summary", "Results"]
     results = list(workbook["Results"].iter_rows(values_only=True))
     assert results[0] == exporters.export_columns()
@@ -120,7 +120,7 @@ def test_xlsx_is_ready_to_read_in_a_spreadsheet(run):
     """Summary first; a frozen, filterable header; sized and wrapped columns; real dates and percentages."""
     from datetime import datetime
 
-    workbook = load_workbook(io.BytesIO(exporters.run_export_xlsx(run)))
+    workbook = load_workbook(io.BytesIO(xlsx_export.run_export_xlsx(run)))
     assert workbook.sheetnames[0] == "Summary"
     results = workbook["Results"]
     assert results.freeze_panes == "A2"
@@ -150,7 +150,7 @@ def test_xlsx_drops_characters_xml_forbids(agent):
     # Not NUL: PostgreSQL text cannot hold it, so it never reaches an export.
     answer = "bell\x07 and tab\x0b end"
     run = build_run(agent=agent, dataset=DatasetFactory(agent=agent), cases=[CaseSpec(answer=answer)])
-    workbook = load_workbook(io.BytesIO(exporters.run_export_xlsx(run)))
+    workbook = load_workbook(io.BytesIO(xlsx_export.run_export_xlsx(run)))
     values = [cell for row in workbook["Results"].iter_rows(values_only=True) for cell in row]
     assert "bell and tab end" in values
 
@@ -184,7 +184,7 @@ def test_a_run_with_no_results_exports(agent):
     )
     assert json.loads(exporters.run_export_json(run))["results"] == []
     assert "The run failed:</strong> Broken." in exporters.run_export_html(run)
-    load_workbook(io.BytesIO(exporters.run_export_xlsx(run)))
+    load_workbook(io.BytesIO(xlsx_export.run_export_xlsx(run)))
 
 
 def test_repeats_are_counted_the_same_way_on_the_page_in_the_report_and_the_exports(agent, client_alice):
@@ -233,7 +233,7 @@ def test_repeats_are_counted_the_same_way_on_the_page_in_the_report_and_the_expo
         "pass_rate": 0.5,
     }
 
-    summary = dict(load_workbook(io.BytesIO(exporters.run_export_xlsx(run)))["Summary"].values)
+    summary = dict(load_workbook(io.BytesIO(xlsx_export.run_export_xlsx(run)))["Summary"].values)
     assert summary["Passed"] == 7 and summary["Cases passed (every repeat passed)"] == 1
 
 

@@ -318,6 +318,12 @@ POSTS: dict[str, Post] = {
         status=(302, 200),
         done=lambda o, client: DatasetBaseline.objects.filter(run_id=o["run_id"]).exists(),
     ),
+    # The matrix's run has one finished result: its answer is judged again, no agent is asked.
+    "runs:rescore": Post(
+        data=lambda o: {"request_key": "security-probe"},
+        status=(302, 200),
+        done=lambda o, client: Run.objects.filter(purpose=Run.Purpose.RESCORE, parent_id=o["run_id"]).count() == 1,
+    ),
     "accounts:banner_dismiss": Post(
         data=lambda o: {"banner": "no_model", "next": "/agents/"},
         status=(302, 200),
