@@ -314,6 +314,8 @@ WORKER_CONCURRENCY = env_int("WORKER_CONCURRENCY", 4)
 
 # Runs.
 EVALSITE_RUN_CONCURRENCY = env_int("EVALSITE_RUN_CONCURRENCY", 3)
+# A finished run gets a few sentences written by the model (one more call); off, it gets a note.
+EVALSITE_RUN_SUMMARY = env_bool("EVALSITE_RUN_SUMMARY", True)
 # A running case refreshes its claim every quarter of this; a claim older than this
 # belongs to a killed worker and the reaper re-queues the case.
 EVALSITE_STALE_CLAIM_SECONDS = env_int("EVALSITE_STALE_CLAIM_SECONDS", 120)

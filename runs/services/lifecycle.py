@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Avg, Count, F, Max, Min, Q, Sum
@@ -118,6 +119,8 @@ def _run_summarize(run: Run) -> None:
         note = "No summary: the run failed before its cases were scored."
     elif run.completed == 0:
         note = "No summary: no case finished."
+    elif not settings.EVALSITE_RUN_SUMMARY:
+        note = "No summary: run summaries are switched off (EVALSITE_RUN_SUMMARY=false)."
     elif not llm.is_configured("llm"):
         note = "No summary: no model is configured. " + (
             _stopped_text(run, ending="so the figures above cover only the {finished} that finished.")
