@@ -90,6 +90,7 @@ def _measure_all(user: Any, run: Any, token: str) -> None:
     loaded = [position for position in done if position < selectors.CARDS_PER_PAGE]
     rng = random.Random(7)
     api = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    api_client = Client()  # a token, no session: what a CI poller sends
 
     def poll_params() -> dict[str, Any]:
         seen = selectors.seen_encode(set(done) - set(rng.sample(loaded, 3)))
@@ -102,8 +103,8 @@ def _measure_all(user: Any, run: Any, token: str) -> None:
         "run list poll": lambda: client.get(
             reverse("runs:list_poll", args=[run.agent_id]), {"ids": str(run.pk)}, HTTP_HX_REQUEST="true"
         ),
-        "API status": lambda: client.get(f"/api/runs/{run.pk}/status", **api),
-        "API run detail": lambda: client.get(f"/api/runs/{run.pk}", **api),
+        "API status": lambda: api_client.get(f"/api/runs/{run.pk}/status", **api),
+        "API run detail": lambda: api_client.get(f"/api/runs/{run.pk}", **api),
     }
     print(f"{CASES:,} cases, {FINISHED:,} finished; load average {os.getloadavg()[0]:.1f}", flush=True)
     for name, send in requests.items():
