@@ -15,7 +15,7 @@ CHROMIUM := /usr/bin/chromium
 
 export PORT HOST
 
-.PHONY: run test test-realmodel lint typecheck format bench check-deploy install install-dev browser clean help
+.PHONY: run test test-realmodel lint typecheck format bench bench-peers check-deploy install install-dev browser clean help
 
 help:
 	@echo "make run           install, migrate, load the demo and start web, worker, beat (and the embedded Redis)"
@@ -24,6 +24,7 @@ help:
 	@echo "make lint          ruff check and ruff format --check"
 	@echo "make typecheck     mypy with django-stubs over the application code (mypy.ini)"
 	@echo "make bench         run every bench/bench_*.py and print a table"
+	@echo "make bench-peers   Evalsite beside promptfoo, inspect-ai and a bare client (PEER_BENCH=<copy of the peer bench>)"
 	@echo "make check-deploy  Django's deployment checks with production-like settings"
 
 $(PY):
@@ -106,6 +107,19 @@ format: install-dev
 bench: install-dev
 	@mkdir -p var
 	$(PY) bench/run_all.py
+
+# The peer bench (a harness outside this repository: promptfoo, inspect-ai and a bare client
+# against one mock model) with Evalsite added through bench/peer_evalsite.py. PEER_BENCH is a
+# writable copy of it; its install_peers.sh installs the peers there (npm and a venv), never here.
+PEER_BENCH ?=
+PEER_CONFIGS ?= 300:200:3,300:0:3
+PEER_REPS ?= 2
+PEER_JITTER ?= 0
+bench-peers: install-dev
+	@test -n "$(PEER_BENCH)" || { echo "Set PEER_BENCH to a writable copy of the peer bench."; exit 2; }
+	cd "$(PEER_BENCH)" && ./install_peers.sh && python3 bench_matrix.py --tools baseline,promptfoo,inspect \
+		--cmd-tool 'evalsite=$(CURDIR)/$(PY) $(CURDIR)/bench/peer_evalsite.py {cases_csv} {base_url} {conc}' \
+		--configs $(PEER_CONFIGS) --reps $(PEER_REPS) --jitter-ms $(PEER_JITTER)
 
 # Production-like settings: the same code, only the environment differs.
 check-deploy: install

@@ -333,6 +333,8 @@ EVALSITE_RUN_CONCURRENCY = env_int("EVALSITE_RUN_CONCURRENCY", 3)
 # A case whose verdict flipped in more than this share of its chances (consecutive results
 # with the same agent version, case and judge) is marked flaky (0-1).
 EVALSITE_FLAKY_FLIP_RATE = env_float("EVALSITE_FLAKY_FLIP_RATE", 0.2)
+# A finished run gets a few sentences written by the model (one more call); off, it gets a note.
+EVALSITE_RUN_SUMMARY = env_bool("EVALSITE_RUN_SUMMARY", True)
 # A running case refreshes its claim every quarter of this; a claim older than this
 # belongs to a killed worker and the reaper re-queues the case.
 EVALSITE_STALE_CLAIM_SECONDS = env_int("EVALSITE_STALE_CLAIM_SECONDS", 120)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Avg, Count, F, Max, Min, Q, Sum
@@ -143,6 +144,8 @@ def _run_summarize(run: Run) -> None:
             f"No summary: this re-score judged the answers of run #{run.parent_id} again. "
             "Compare the two runs to see what the judge changed."
         )
+    elif not settings.EVALSITE_RUN_SUMMARY:
+        note = "No summary: run summaries are switched off (EVALSITE_RUN_SUMMARY=false)."
     elif not llm.is_configured("llm"):
         note = "No summary: no model is configured. " + (
             _stopped_text(run, ending="so the figures above cover only the {finished} that finished.")

@@ -1,5 +1,6 @@
 """`manage.py evalrun`, the CI gate: exit codes, progress, reports."""
 
+import io
 import json
 import subprocess
 import sys
@@ -260,3 +261,33 @@ def test_a_run_stopped_at_its_budget_exits_2_with_the_reason(agent, dataset):
     data = json.loads(out)
     assert (code, data["exit_code"], data["ok"]) == (2, 2, False)
     assert "budget reached" in data["reason"]
+
+
+def test_wait_polls_with_one_small_query_at_most_every_half_second(agent, dataset, monkeypatch):
+    """--wait returns within half a second of the run finishing (it polled every 2 s)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from runs.management.commands import evalrun
+
+    run = _finished(agent, dataset, [("pass", 9.0)], status=Run.Status.RUNNING)
+    naps: list[float] = []
+    captured = CaptureQueriesContext(connection)
+
+    def nap(seconds: float) -> None:  # stands in for the wait between polls: the worker finishes meanwhile
+        naps.append(seconds)
+        if len(naps) == 3:
+            Run.objects.filter(pk=run.pk).update(status=Run.Status.COMPLETED, summary_note="No summary.")
+
+    monkeypatch.setattr(evalrun.time, "sleep", nap)
+    command = evalrun.Command(stdout=io.StringIO(), stderr=io.StringIO())
+    command.as_json = False
+    with captured:
+        finished = command.wait(run, timeout=60, interval=evalrun.POLL_SECONDS)
+
+    assert finished.status == Run.Status.COMPLETED and finished.summary_note == "No summary."
+    assert naps == [evalrun.POLL_SECONDS] * 3 and evalrun.POLL_SECONDS <= 0.5
+    assert command.create_parser("manage.py", "evalrun").get_default("interval") == evalrun.POLL_SECONDS
+    polls = [q["sql"] for q in captured.captured_queries if q["sql"].startswith("SELECT")]
+    assert len(polls) == 3 + 1 + 1  # three polls while running, the one that sees it finished, the final row
+    assert '"summary_note"' in polls[0] and '"dataset_name"' not in polls[0]  # a poll reads the progress columns

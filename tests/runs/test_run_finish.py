@@ -55,6 +55,20 @@ def test_it_writes_an_llm_summary_of_the_failures(make_dataset, alice, fake_llm)
     assert "failed 2" in summary_request.text
 
 
+def test_with_summaries_switched_off_no_model_call_is_made_for_one(make_dataset, alice, fake_llm, settings):
+    settings.EVALSITE_RUN_SUMMARY = False
+    dataset = make_dataset(2, kind=Agent.Kind.LLM)
+
+    run = drive(services.run_start(agent=dataset.agent, dataset=dataset, user=alice))
+
+    assert run.status == Run.Status.COMPLETED
+    assert run.summary == ""
+    assert run.summary_note == "No summary: run summaries are switched off (EVALSITE_RUN_SUMMARY=false)."
+    assert not run.summary_pending
+    assert fake_llm.count(task="summary") == 0
+    assert fake_llm.count(task="judge") == 2
+
+
 def test_a_summary_cut_at_its_token_limit_is_bounded_and_marked(make_dataset, alice, fake_llm, settings):
     settings.EVALSITE_LLM_MAX_TOKENS = {**settings.EVALSITE_LLM_MAX_TOKENS, "summary": 20}
     fake_llm.add_rule(task="judge", json={"score": 3, "reasoning": "Missed the 30 days."})

@@ -1,0 +1,100 @@
+"""Profile the work of one case in this process (no Celery), to find where worker CPU goes.
+
+    .venv/bin/python bench/profile_cases.py [--cases 200] [--sort tottime] [--out var/cases.prof]
+
+Starts a run of `cases` cases against the fake LLM at 0 ms latency and executes each
+queued result here with `run_execute_case`, as a pool child would, under cProfile:
+the claim, the agent and judge calls through litellm, the save and refill. The
+messages the refill sends go to a queue nobody reads. Prints CPU ms per case and the
+top functions. SQLite and an embedded Redis unless DATABASE_URL / REDIS_URL are set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from common import FakeServer, refund_dataset, stop_embedded_redis, use_embedded_redis_unless_set  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", type=int, default=200)
+    parser.add_argument("--sort", default="tottime")
+    parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--out", default="")
+    parser.add_argument("--no-profile", action="store_true", help="only time the cases (cProfile roughly doubles CPU)")
+    args = parser.parse_args()
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
+    os.environ.setdefault("DATABASE_URL", f"sqlite:///{tempfile.mkdtemp(prefix='evalsite-prof-')}/prof.sqlite3")
+    os.environ["CELERY_QUEUE"] = f"evalsite-prof-{os.getpid()}"
+    use_embedded_redis_unless_set()
+    fake = FakeServer(0.0)
+    os.environ.update(
+        EVALSITE_LLM_MODEL="openai/fake-agent",
+        EVALSITE_JUDGE_MODEL="openai/fake-judge",
+        EVALSITE_LLM_API_BASE=fake.url,
+        EVALSITE_LLM_API_KEY="bench",
+    )
+    try:
+        _profile(args)
+    finally:
+        fake.stop()
+        stop_embedded_redis()
+
+
+def _profile(args: argparse.Namespace) -> None:
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    from agents.models import Agent
+    from evalsite import llm
+    from runs.models import Result
+    from runs.services import run_execute_case, run_start
+    from runs.tasks import _preload_litellm
+    from tests.factories import AgentFactory, TeamFactory
+
+    _preload_litellm()
+    llm.warm_up()
+    agent = AgentFactory(team=TeamFactory(name="Profile"), kind=Agent.Kind.LLM, name="Profile agent")
+    run = run_start(agent=agent, dataset=refund_dataset(agent, "Profile", args.cases + 5), user=None)
+
+    def next_queued() -> tuple[int, str] | None:
+        return Result.objects.filter(run=run, status=Result.Status.QUEUED).values_list("id", "token").first()
+
+    for _ in range(5):  # warm: first calls build litellm's clients
+        result_id, token = next_queued()  # type: ignore[misc]
+        run_execute_case(result_id=result_id, token=token)
+    profiler = cProfile.Profile()
+    cpu, wall = time.process_time(), time.monotonic()
+    done = 0
+    while done < args.cases and (item := next_queued()):
+        if not args.no_profile:
+            profiler.enable()
+        run_execute_case(result_id=item[0], token=item[1])
+        profiler.disable()
+        done += 1
+    cpu, wall = time.process_time() - cpu, time.monotonic() - wall
+    print(f"{done} cases: {cpu * 1000 / done:.1f} ms CPU per case, {wall * 1000 / done:.1f} ms wall (profiled)")
+    if args.no_profile:
+        return
+    stats = pstats.Stats(profiler).sort_stats(args.sort)
+    if args.out:
+        stats.dump_stats(args.out)
+    stats.print_stats(args.top)
+
+
+if __name__ == "__main__":
+    main()
