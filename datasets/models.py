@@ -157,6 +157,10 @@ class TestCase(models.Model):
     tags = models.JSONField(default=list, blank=True)
     smoke_count = models.PositiveSmallIntegerField(null=True, blank=True)
     smoke_guidance = models.TextField(blank=True)
+    # A user-simulator scenario ({} for a scripted case): {"goal", "plan", "persona",
+    # "max_turns", "success_criteria"}; `question` is its starting prompt, and a simulator
+    # model plays the user from there (runs/simulator.py). (datasets.fields._scenario)
+    scenario = models.JSONField(default=dict, blank=True)
     # What the case tests, for generated cases ("Refund policy, rule 2").
     tests_rule = models.CharField(max_length=300, blank=True)
 
