@@ -202,7 +202,9 @@ class CaseForm(forms.Form):
     scenario = _RowsField(label="Scenario (simulated user)")
     # The scenario's parts, posted as scenario_<key> and gathered by clean_scenario.
     scenario_goal = optional_textarea(
-        2, label="User's goal", help_text="What the simulated user wants to get done, e.g. “Get a refund for order A-1001”."
+        2,
+        label="User's goal",
+        help_text="What the simulated user wants to get done, e.g. “Get a refund for order A-1001”.",
     )
     scenario_plan = optional_textarea(
         3,
@@ -230,9 +232,10 @@ class CaseForm(forms.Form):
 
     # Behind "More options": every editable field but the three always shown (the
     # trajectory mode always has a value, so it would keep the section open).
-    ADVANCED_FIELDS = tuple(
-        name for name in CASE_EDITABLE_FIELDS if name not in ("question", "expected_answer", "trajectory_mode")
-    ) + PART_FIELDS
+    ADVANCED_FIELDS = (
+        tuple(name for name in CASE_EDITABLE_FIELDS if name not in ("question", "expected_answer", "trajectory_mode"))
+        + PART_FIELDS
+    )
     # Edited as repeating rows (turn_rows, tool_rows, chunk_rows), not through `initial`.
     ROW_FIELDS = ("turns", "expected_tools", "expected_context")
 

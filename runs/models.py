@@ -60,6 +60,9 @@ class Run(models.Model):
     judge_tokens = models.PositiveIntegerField(default=0)
     agent_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     judge_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    # The user-simulator's calls for scenario cases (runs/simulator.py), apart from agent and judge.
+    simulator_tokens = models.PositiveIntegerField(default=0)
+    simulator_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     summary = models.TextField(blank=True)
     summary_note = models.CharField(max_length=300, blank=True)
 
@@ -189,6 +192,13 @@ class Result(models.Model):
     judge_tokens = models.PositiveIntegerField(default=0)
     agent_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     judge_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    simulator_tokens = models.PositiveIntegerField(default=0)
+    simulator_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    # How a scenario case's conversation went ({} for scripted cases; runs/simulator.py):
+    # {"ended_by": "simulator" | "turn_limit", "goal": "reached" | "abandoned" | "",
+    #  "reason": "...", "user_turns": n, "max_turns": n, "failing_turn": n | None}.
+    # Its turns are in `conversation`, each with "duration_ms" (and "tool_calls" on replies).
+    scenario = models.JSONField(default=dict, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
