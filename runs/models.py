@@ -156,6 +156,12 @@ class Result(models.Model):
         SKIPPED = "skipped", "Skipped"
 
     FINISHED_STATUSES = (Status.PASS, Status.FAIL, Status.ERROR)
+    # A scenario case when no model can play the user (runs.services.start): skipped with
+    # this label, and left out of the pass rate, which counts what could run.
+    NEEDS_SIMULATOR = (
+        "Needs a simulator model: a scenario case is played by a model that acts as the user, and none is configured."
+    )
+    NEEDS_SIMULATOR_Q = Q(status=Status.SKIPPED, error=NEEDS_SIMULATOR)
     # Queued (a task is on its way) and running (a worker claimed it) count against the run's window.
     IN_FLIGHT_STATUSES = (Status.QUEUED, Status.RUNNING)
 
@@ -216,3 +222,7 @@ class Result(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in self.FINISHED_STATUSES
+
+    @property
+    def needs_simulator(self) -> bool:
+        return self.status == self.Status.SKIPPED and self.error == self.NEEDS_SIMULATOR

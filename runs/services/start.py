@@ -22,10 +22,7 @@ from runs.services.dispatch import enqueue_finish, fill_window
 # the API answers it with 422.
 AGENT_NOT_RUNNABLE = "agent_not_runnable"
 
-# A scenario case's label when no model can play the user (the result card and the API show it).
-NEEDS_SIMULATOR = (
-    "Needs a simulator model: a scenario case is played by a model that acts as the user, and none is configured."
-)
+NEEDS_SIMULATOR = Result.NEEDS_SIMULATOR
 # A case's fields that RunCase keeps in its `data` snapshot; the rest are RunCase columns.
 SNAPSHOT_FIELDS = tuple(name for name in CASE_FIELD_NAMES if name not in ("question", "expected_answer", "case_id"))
 
@@ -195,7 +192,7 @@ def _results_for(run: Run, cases: list[RunCase], *, repeats: int) -> list[Result
     results: list[Result] = []
     for case in cases:
         if case.data.get("scenario") and not can_simulate:
-            # Skipped, not failed: the run goes on and the pass rate leaves them out (Run.pass_rate).
+            # Skipped, not failed: the run goes on and the pass rate leaves them out.
             skipped = Result.Status.SKIPPED
             results += [
                 Result(run=run, case=case, repeat=r, question=case.question, status=skipped, error=NEEDS_SIMULATOR)

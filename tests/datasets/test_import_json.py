@@ -278,5 +278,7 @@ def test_a_scenarios_other_keys_are_kept_in_extra(dataset):
 @pytest.mark.django_db
 def test_a_scenario_that_is_not_an_object_is_refused_with_its_case_named(dataset):
     with pytest.raises(ValidationError, match=r"Eval case 1 \(bad\): conversation_scenario must be an object"):
-        dataset_import_json(dataset=dataset, file=_file({"eval_cases": [{"eval_id": "bad", "conversation_scenario": "x"}]}))
+        dataset_import_json(
+            dataset=dataset, file=_file({"eval_cases": [{"eval_id": "bad", "conversation_scenario": "x"}]})
+        )
     assert dataset.cases.count() == 0

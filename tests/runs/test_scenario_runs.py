@@ -1,9 +1,13 @@
 """Scenario cases in a run: a simulator model plays the user (runs/simulator.py), the judge scores the whole."""
 
+import csv
+import io
+
 import pytest
+from django.urls import reverse
 
 from agents.models import Agent
-from runs import services
+from runs import exporters, services
 from runs.models import Result, Run
 from runs.services.start import NEEDS_SIMULATOR
 from tests.agents.test_adapters import agent_server  # noqa: F401  (fixture)
@@ -226,3 +230,66 @@ def test_a_run_of_only_scenarios_without_a_model_still_completes(
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED
     assert set(Result.objects.filter(run=run).values_list("status", flat=True)) == {Result.Status.SKIPPED}
+
+
+# ---- the result card, the run page and the exports ---------------------------------------
+
+
+def _played_run(fake_llm, scenario_dataset, alice):
+    fake_llm.add_rule(task="simulator", json=_say("It is order A-1001."), times=1)
+    fake_llm.add_rule(task="simulator", json=_end(False, "The agent kept asking the same question."))
+    fake_llm.add_rule(task="judge", json={"score": 3, "failing_turn": 2, "reasoning": "It ignored the order number."})
+    return drive(_start(scenario_dataset, alice))
+
+
+def test_the_result_card_shows_the_chat_who_ended_it_and_where_it_went_wrong(
+    client_alice, fake_llm, scenario_dataset, alice
+):
+    run = _played_run(fake_llm, scenario_dataset, alice)
+
+    html = client_alice.get(reverse("runs:detail", args=[run.agent_id, run.pk])).content.decode()
+
+    assert "<h4>Simulated conversation" in html and "2 of at most 5 user turns" in html
+    assert html.count('class="chat-msg chat-user"') == 2
+    assert html.count("chat-msg chat-agent") == 2
+    assert '<li class="chat-msg chat-agent chat-failing">' in html and "Went wrong here" in html
+    assert "Ended by the simulated user: gave up</strong> — The agent kept asking the same question." in html
+    assert "The judge says the conversation went wrong at turn 2." in html
+    assert SCENARIO["goal"] in html
+    assert "Conversation before the last question" not in html  # the chat replaces the scripted layout
+    assert '<span class="muted">simulator</span>' in html  # the run's cost, simulator apart
+
+
+def test_a_skipped_scenario_card_says_it_needs_a_simulator_model(client_alice, no_llm, make_dataset, alice):
+    dataset = make_dataset(1)
+    TestCaseFactory(dataset=dataset, position=1, question="I want my money back.", scenario=SCENARIO)
+    run = drive(_start(dataset, alice))
+
+    html = client_alice.get(reverse("runs:detail", args=[run.agent_id, run.pk]), {"status": "not_run"}).content
+    html = html.decode()
+
+    assert '<span class="badge badge-skipped">Needs a simulator model</span>' in html
+    assert NEEDS_SIMULATOR in html
+
+
+def test_the_exports_carry_the_scenario_and_the_simulators_spend(fake_llm, scenario_dataset, alice):
+    run = _played_run(fake_llm, scenario_dataset, alice)
+
+    data = exporters.run_export_data(run)
+    (result,) = data["results"]
+    assert data["run"]["simulator_tokens"] == run.simulator_tokens > 0
+    assert result["simulator_tokens"] == run.simulator_tokens
+    assert result["scenario"]["failing_turn"] == 2 and result["scenario"]["goal"] == "abandoned"
+    assert result["conversation"][1]["role"] == "assistant" and "duration_ms" in result["conversation"][1]
+    header, row = list(csv.reader(io.StringIO(exporters.run_export_csv(run))))[:2]
+    assert row[header.index("simulator_tokens")] == str(run.simulator_tokens)
+
+
+def test_the_export_pass_rate_leaves_out_scenarios_no_model_could_play(no_llm, make_dataset, alice):
+    dataset = make_dataset(1)
+    TestCaseFactory(dataset=dataset, position=1, question="I want my money back.", scenario=SCENARIO)
+    run = drive(_start(dataset, alice))
+
+    figures = exporters.run_export_data(run)["run"]
+
+    assert figures["pass_rate"] == 1.0 and figures["needs_simulator"] == 1 and figures["skipped"] == 0
