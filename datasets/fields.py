@@ -213,7 +213,7 @@ def _trajectory_mode(value: Any) -> str:
     return mode
 
 
-def _scenario(value: Any) -> dict[str, Any]:
+def clean_scenario(value: Any) -> dict[str, Any]:
     """A user-simulator scenario: {"goal", "plan", "persona", "max_turns", "success_criteria"},
     or {} for a scripted case. It needs the user's goal or plan; max_turns is 1-30 (default 10)."""
     if value in (None, "", {}):
@@ -331,7 +331,7 @@ CASE_FIELDS: tuple[CaseField, ...] = (
     CaseField("turns", "Earlier turns", _turns, "editable", _json_cell, in_eval_set=True),
     CaseField("smoke_count", "Smoke-test paraphrases", _smoke_count, "editable", _count_cell),
     CaseField("smoke_guidance", "Paraphrase guidance", clean_text, "editable"),
-    CaseField("scenario", "Scenario (simulated user)", _scenario, "editable", _json_cell),
+    CaseField("scenario", "Scenario (simulated user)", clean_scenario, "editable", _json_cell),
     CaseField("tests_rule", "Tests rule", _line(300), "provenance"),
     CaseField("source_file", "Source file", _line(255), "provenance"),
     CaseField("source_location", "Source location", _line(100), "provenance"),

@@ -43,7 +43,7 @@ class Outcome:
     status: str  # Result.Status: pass | fail | error
     question: str
     actual_answer: str = ""
-    conversation: list[dict[str, str]] = field(default_factory=list)
+    conversation: list[dict[str, Any]] = field(default_factory=list)  # scenario turns add timing, tool calls
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     retrieval_context: list[str] = field(default_factory=list)
     trace_id: str = ""
