@@ -293,3 +293,18 @@ def test_the_export_pass_rate_leaves_out_scenarios_no_model_could_play(no_llm, m
     figures = exporters.run_export_data(run)["run"]
 
     assert figures["pass_rate"] == 1.0 and figures["needs_simulator"] == 1 and figures["skipped"] == 0
+
+
+def test_the_api_gives_the_scenario_and_the_simulators_spend(client, fake_llm, scenario_dataset, alice):
+    from accounts.services import api_token_create
+
+    run = _played_run(fake_llm, scenario_dataset, alice)
+    _, raw = api_token_create(user=alice, name="ci")
+
+    body = client.get(f"/api/runs/{run.pk}", HTTP_AUTHORIZATION=f"Bearer {raw}").json()
+
+    assert body["simulator_tokens"] == run.simulator_tokens > 0
+    (result,) = body["results"]
+    assert result["scenario"]["ended_by"] == "simulator" and result["scenario"]["failing_turn"] == 2
+    assert result["simulator_tokens"] == run.simulator_tokens
+    assert [m["turn"] for m in result["conversation"]] == [1, 1, 2, 2]
