@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from agents.models import Agent
-from runs import exporters, services
+from runs import exporters, selectors, services
 from runs.models import Result, Run
 from runs.services.start import NEEDS_SIMULATOR
 from tests.agents.test_adapters import agent_server  # noqa: F401  (fixture)
@@ -210,6 +210,9 @@ def test_without_a_model_scenario_cases_are_skipped_and_the_rest_of_the_run_goes
     assert run.status == Run.Status.COMPLETED
     assert (run.total, run.completed, run.passed, run.failed, run.errored) == (2, 2, 2, 0, 0)
     assert run.pass_rate == 1.0  # a skipped scenario is no failure
+    assert selectors.run_main_total(run=run) == 2  # what the CI gate (evalrun) divides by
+    counts = selectors.run_counts(run=run, outcomes=selectors.case_outcome_list(run=run))
+    assert (counts.requests, counts.skipped, counts.pass_rate) == (2, 0, 1.0)
     skipped = Result.objects.get(run=run, case__position=2)
     assert skipped.status == Result.Status.SKIPPED
     assert skipped.error == NEEDS_SIMULATOR
