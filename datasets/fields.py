@@ -238,7 +238,8 @@ def clean_scenario(value: Any) -> dict[str, Any]:
         except ValueError:
             raise ValueError(f"Maximum turns: enter a whole number from 1 to {SCENARIO_MAX_TURNS}.") from None
     if not texts["goal"] and not texts["plan"]:
-        if texts["persona"] or texts["success_criteria"] or turns not in (None, ""):
+        # A turn limit alone (the form shows the saved one) is no scenario: clearing the texts removes it.
+        if texts["persona"] or texts["success_criteria"]:
             raise ValueError("Describe the simulated user's goal or plan, or clear the scenario.")
         return {}
     return {**texts, "max_turns": max_turns}

@@ -200,7 +200,7 @@ class CaseForm(forms.Form):
         help_text="How to rephrase, e.g. “casual tone, typos, mention the order number”.",
     )
     scenario = _RowsField(label="Scenario (simulated user)")
-    # The scenario's parts, posted as scenario_<key> and gathered by clean_scenario.
+    # The scenario's parts, posted as scenario_<key> and gathered into `scenario` by clean().
     scenario_goal = optional_textarea(
         2,
         label="User's goal",
@@ -293,10 +293,6 @@ class CaseForm(forms.Form):
         return any(
             source.get(name) for name in self.ADVANCED_FIELDS if name not in ("turns", "expected_tools", "scenario")
         )
-
-    @property
-    def scenario_open(self) -> bool:
-        return "scenario" in self.errors or any(self[f"scenario_{key}"].value() for key in self.SCENARIO_INPUTS)
 
     def clean_case_id(self) -> str:
         # The service checks again inside its transaction; checking here too lets the

@@ -125,7 +125,8 @@ def test_the_edit_form_shows_the_scenario_and_can_clear_it(client_alice, dataset
     html = client_alice.get(url, **HTMX).content.decode()
     assert SCENARIO["persona"] in html and 'value="6"' in html
 
-    client_alice.post(url, {"question": case.question}, **HTMX)
+    # Clearing the texts removes the scenario, even with the saved turn limit still in its box.
+    client_alice.post(url, {"question": case.question, "scenario_max_turns": "6"}, **HTMX)
 
     case.refresh_from_db()
     assert case.scenario == {}
