@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from agents.adapters import AgentError, AgentRequest, DocumentRef
+from agents.adapters import AgentConfigError, AgentError, AgentRequest, DocumentRef
 from evalsite import llm
 from runs.models import Result, Run, RunCase
 from runs.scenario_scoring import judge_scenario
@@ -67,10 +67,12 @@ def play(
     outcome.scenario = {"ended_by": "", "goal": "", "reason": "", "user_turns": 0, "max_turns": max_turns}
     try:
         _converse(adapter, case, run, outcome, trace, identity, documents, scenario, max_turns)
+    except AgentConfigError:
+        raise  # the version cannot answer anything: the whole run fails (runs.services.execution)
     except AgentError as error:
         outcome.error = error.message
         return
-    except llm.LLMError as error:
+    except llm.LLMError as error:  # only the simulator's: the adapters raise AgentError for the agent's model
         outcome.error = f"The user simulator failed: {error.message}"
         return
     try:

@@ -311,3 +311,18 @@ def test_the_api_gives_the_scenario_and_the_simulators_spend(client, fake_llm, s
     assert result["scenario"]["ended_by"] == "simulator" and result["scenario"]["failing_turn"] == 2
     assert result["simulator_tokens"] == run.simulator_tokens
     assert [m["turn"] for m in result["conversation"]] == [1, 1, 2, 2]
+
+
+def test_an_agent_error_mid_conversation_is_the_agents_not_the_simulators(fake_llm, scenario_dataset, alice):
+    fake_llm.add_rule(task="simulator", json=_say("It is order A-1001."))
+    fake_llm.add_rule(task="agent", reply="Which order?", times=1)
+    fake_llm.add_rule(task="agent", status=400, error="This model's maximum context length is 8 tokens.")
+
+    run = drive(_start(scenario_dataset, alice))
+
+    result = Result.objects.get(run=run)
+    assert result.status == Result.Status.ERROR
+    assert result.error == "The conversation is longer than the model's context window."  # the agent's model
+    assert not result.error.startswith("The user simulator failed")
+    assert [m["role"] for m in result.conversation] == ["user", "assistant", "user"]
+    assert result.scenario["user_turns"] == 2
