@@ -286,6 +286,10 @@ def test_the_exports_carry_the_scenario_and_the_simulators_spend(fake_llm, scena
     assert result["conversation"][1]["role"] == "assistant" and "duration_ms" in result["conversation"][1]
     header, row = list(csv.reader(io.StringIO(exporters.run_export_csv(run))))[:2]
     assert row[header.index("simulator_tokens")] == str(run.simulator_tokens)
+    report = exporters.run_export_html(run)
+    assert "<h4>Simulated conversation · 2 of at most 5 user turns</h4>" in report
+    assert "Ended by the simulated user: gave up</strong> — The agent kept asking the same question." in report
+    assert "went wrong here" in report and "<dt>Simulator cost</dt>" in report
 
 
 def test_the_export_pass_rate_leaves_out_scenarios_no_model_could_play(no_llm, make_dataset, alice):
