@@ -198,3 +198,40 @@ def test_a_csv_round_trip_keeps_the_scenario(dataset, agent):
     dataset_import_csv(dataset=target, file=SimpleUploadedFile("cases.csv", text.encode()))
 
     assert target.cases.get().scenario == SCENARIO
+
+
+# ---- the JSON API ------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_items_api_creates_reads_and_clears_a_scenario(alice, dataset):
+    from django.test import Client
+
+    from accounts.services import api_token_create
+
+    _, raw = api_token_create(user=alice, name="ci")
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    url = f"/api/agents/{dataset.agent_id}/eval/datasets/{dataset.pk}/items"
+
+    created = api.post(
+        url, {"question": "Refund?", "scenario": {"goal": "Get a refund"}}, content_type="application/json"
+    )
+    scripted = api.post(url, {"question": "Plain"}, content_type="application/json")
+    refused = api.post(
+        url, {"question": "x", "scenario": {"goal": "y", "max_turns": 31}}, content_type="application/json"
+    )
+
+    assert created.status_code == 201 and scripted.status_code == 201
+    assert created.json()["scenario"] == {
+        "goal": "Get a refund",
+        "plan": "",
+        "persona": "",
+        "max_turns": 10,
+        "success_criteria": "",
+    }
+    assert scripted.json()["scenario"] is None
+    assert refused.status_code == 422
+    item_url = f"{url}/{created.json()['id']}"
+    cleared = api.patch(item_url, {"scenario": None}, content_type="application/json")
+    assert cleared.json()["scenario"] is None
+    assert TestCase.objects.get(pk=created.json()["id"]).scenario == {}
