@@ -139,6 +139,18 @@ class ToolIn(Tool, StrictSchema):
     pass
 
 
+class Scenario(Schema):
+    goal: str = Field("", description="What the simulated user wants to get done (a goal or a plan is needed)")
+    plan: str = Field("", description="How the user goes about it; the question is their first message")
+    persona: str = ""
+    max_turns: int = Field(10, ge=1, le=30, description="User messages at most")
+    success_criteria: str = Field("", description="What the judge checks in the whole conversation")
+
+
+class ScenarioIn(Scenario, StrictSchema):
+    pass
+
+
 class DocumentOut(Schema):
     id: int
     name: str
@@ -179,6 +191,7 @@ class ItemOut(Schema):
     tags: list[str]
     smoke_count: int | None
     smoke_guidance: str
+    scenario: Scenario | None = Field(description="A simulated user plays this case (None: a scripted case)")
     tests_rule: str
     source_file: str
     source_location: str
@@ -193,6 +206,10 @@ class ItemOut(Schema):
     def resolve_position(case: TestCase) -> int:
         number = getattr(case, "number", None)  # annotated by item_list
         return number if number is not None else selectors.case_index(case=case) + 1
+
+    @staticmethod
+    def resolve_scenario(case: TestCase) -> dict[str, Any] | None:
+        return case.scenario or None
 
     @staticmethod
     def resolve_documents(case: TestCase) -> list[Any]:
@@ -235,6 +252,7 @@ class ItemIn(StrictSchema):
     tags: list[str] = Field(default_factory=list)
     smoke_count: int | None = Field(None, ge=1, le=10)
     smoke_guidance: str = ""
+    scenario: ScenarioIn | None = Field(None, description="Make it a scenario case: a model plays the user")
 
 
 class ItemPatch(StrictSchema):
@@ -251,6 +269,7 @@ class ItemPatch(StrictSchema):
     tags: list[str] | None = None
     smoke_count: int | None = Field(None, ge=1, le=10)
     smoke_guidance: str | None = None
+    scenario: ScenarioIn | None = Field(None, description="null makes it a scripted case again")
 
 
 # ---- helpers -------------------------------------------------------------------
@@ -296,8 +315,8 @@ def _item(request: HttpRequest, agent_id: int, dataset_id: int, item_id: int) ->
 
 def _case_payload(payload: Schema, *, exclude_unset: bool) -> dict[str, Any]:
     data = payload.model_dump(exclude_unset=exclude_unset)
-    # null means "leave as is", except for smoke_count, where null turns smoke tests off.
-    return {key: value for key, value in data.items() if value is not None or key == "smoke_count"}
+    # null means "leave as is", except for smoke_count and scenario, where null turns them off.
+    return {key: value for key, value in data.items() if value is not None or key in ("smoke_count", "scenario")}
 
 
 # ---- datasets ------------------------------------------------------------------

@@ -68,10 +68,42 @@ def _kept_invocation_ids(case: TestCase, eval_id: str, count: int) -> list[str]:
     return invocation_ids(eval_id, count)
 
 
+def _scenario_case(case: TestCase, eval_id: str) -> dict[str, Any]:
+    # ADK's shape: a starting prompt and a plan, no scripted conversation. ADK has no goal
+    # field, so a scenario written with a goal only gives its goal as the plan.
+    kept = case.extra.get("conversation_scenario")
+    return {
+        "eval_id": eval_id,
+        "conversation_scenario": {
+            **(kept if isinstance(kept, dict) else {}),
+            "starting_prompt": case.question,
+            "conversation_plan": case.scenario.get("plan") or case.scenario.get("goal", ""),
+        },
+    }
+
+
 def case_to_eval_case(case: TestCase, number: int) -> dict[str, Any]:
     # dataset_export_json gives every case a case_id first; "case-N" only for callers that do not.
     eval_id = case.case_id or f"case-{number}"
     timestamp = case.created_at.timestamp()
+    if case.scenario:
+        eval_case = _scenario_case(case, eval_id)
+    else:
+        eval_case = _scripted_case(case, eval_id, timestamp)
+    eval_case.update({key: value for key, value in case.extra.items() if key in EVAL_SET_EXTRA_KEYS})
+    if case.tags:
+        eval_case["tags"] = case.tags
+    eval_case["creation_timestamp"] = timestamp
+    # Everything the EvalSet shape has no place for, under our own key (other tools ignore it).
+    eval_case["evalsite"] = {
+        "case_id": case.case_id,
+        **{name: getattr(case, name) for name in EVAL_SET_EXTENSION_FIELDS},
+        "documents": [document.original_name for document in case.documents.all()],
+    }
+    return eval_case
+
+
+def _scripted_case(case: TestCase, eval_id: str, timestamp: float) -> dict[str, Any]:
     ids = _kept_invocation_ids(case, eval_id, len(case.turns) + 1)
     conversation = [
         _invocation(
@@ -94,18 +126,7 @@ def case_to_eval_case(case: TestCase, number: int) -> dict[str, Any]:
             timestamp=timestamp,
         )
     )
-    eval_case: dict[str, Any] = {"eval_id": eval_id, "conversation": conversation}
-    eval_case.update({key: value for key, value in case.extra.items() if key in EVAL_SET_EXTRA_KEYS})
-    if case.tags:
-        eval_case["tags"] = case.tags
-    eval_case["creation_timestamp"] = timestamp
-    # Everything the EvalSet shape has no place for, under our own key (other tools ignore it).
-    eval_case["evalsite"] = {
-        "case_id": case.case_id,
-        **{name: getattr(case, name) for name in EVAL_SET_EXTENSION_FIELDS},
-        "documents": [document.original_name for document in case.documents.all()],
-    }
-    return eval_case
+    return {"eval_id": eval_id, "conversation": conversation}
 
 
 def dataset_to_eval_set(dataset: Dataset, cases: Iterable[TestCase]) -> dict[str, Any]:

@@ -27,6 +27,10 @@ MAX_TOOLS = 50
 MAX_CONTEXT_CHUNKS = 50
 MAX_TAGS = 20
 MAX_TAG_CHARS = 50
+SCENARIO_DEFAULT_TURNS = 10
+SCENARIO_MAX_TURNS = 30
+# A scenario case's own settings (TestCase.scenario); its starting prompt is the question.
+SCENARIO_KEYS = ("goal", "plan", "persona", "max_turns", "success_criteria")
 
 NO_EXPECTED_ANSWER = "No expected answer"  # the start of the import warning (extraction/tables.py)
 
@@ -209,6 +213,38 @@ def _trajectory_mode(value: Any) -> str:
     return mode
 
 
+def clean_scenario(value: Any) -> dict[str, Any]:
+    """A user-simulator scenario: {"goal", "plan", "persona", "max_turns", "success_criteria"},
+    or {} for a scripted case. It needs the user's goal or plan; max_turns is 1-30 (default 10)."""
+    if value in (None, "", {}):
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"This is not valid JSON ({exc.msg}).") from None
+    if not isinstance(value, Mapping):
+        raise ValueError("Expected an object with the user's goal and plan.")
+    unknown = sorted(str(key) for key in value if key not in SCENARIO_KEYS)
+    if unknown:
+        raise ValueError(f"Unknown scenario key{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}.")
+    texts = {key: clean_text(value.get(key)) for key in ("goal", "plan", "persona", "success_criteria")}
+    turns = value.get("max_turns")
+    if turns in (None, ""):
+        max_turns = SCENARIO_DEFAULT_TURNS
+    else:
+        try:
+            max_turns = _bounded_int(turns, 1, SCENARIO_MAX_TURNS)
+        except ValueError:
+            raise ValueError(f"Maximum turns: enter a whole number from 1 to {SCENARIO_MAX_TURNS}.") from None
+    if not texts["goal"] and not texts["plan"]:
+        # A turn limit alone (the form shows the saved one) is no scenario: clearing the texts removes it.
+        if texts["persona"] or texts["success_criteria"]:
+            raise ValueError("Describe the simulated user's goal or plan, or clear the scenario.")
+        return {}
+    return {**texts, "max_turns": max_turns}
+
+
 def _extra(value: Any) -> dict:
     if value in (None, ""):
         return {}
@@ -296,6 +332,7 @@ CASE_FIELDS: tuple[CaseField, ...] = (
     CaseField("turns", "Earlier turns", _turns, "editable", _json_cell, in_eval_set=True),
     CaseField("smoke_count", "Smoke-test paraphrases", _smoke_count, "editable", _count_cell),
     CaseField("smoke_guidance", "Paraphrase guidance", clean_text, "editable"),
+    CaseField("scenario", "Scenario (simulated user)", clean_scenario, "editable", _json_cell),
     CaseField("tests_rule", "Tests rule", _line(300), "provenance"),
     CaseField("source_file", "Source file", _line(255), "provenance"),
     CaseField("source_location", "Source location", _line(100), "provenance"),
@@ -314,6 +351,9 @@ EVAL_SET_EXTENSION_FIELDS = tuple(f.name for f in CSV_FIELDS if not f.in_eval_se
 
 # Eval-set fields Evalsite keeps in TestCase.extra and writes back on export.
 EVAL_SET_EXTRA_KEYS = ("session_input", "expected_node_order")
+# The keys of an EvalSet conversation_scenario that map to fields; any others are kept in
+# TestCase.extra["conversation_scenario"] and written back on export.
+EVAL_SET_SCENARIO_KEYS = ("starting_prompt", "conversation_plan")
 
 _BY_NAME = {f.name: f for f in CASE_FIELDS}
 

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
 
-from datasets.fields import CASE_EDITABLE_FIELDS, case_fields_clean
+from datasets.fields import CASE_EDITABLE_FIELDS, SCENARIO_DEFAULT_TURNS, SCENARIO_MAX_TURNS, case_fields_clean
 from datasets.models import Dataset, TestCase
 from evalsite.forms import optional_textarea
 
@@ -223,11 +223,42 @@ class CaseForm(forms.Form):
         label="Paraphrase guidance",
         help_text="How to rephrase, e.g. “casual tone, typos, mention the order number”.",
     )
+    scenario = _RowsField(label="Scenario (simulated user)")
+    # The scenario's parts, posted as scenario_<key> and gathered into `scenario` by clean().
+    scenario_goal = optional_textarea(
+        2,
+        label="User's goal",
+        help_text="What the simulated user wants to get done, e.g. “Get a refund for order A-1001”.",
+    )
+    scenario_plan = optional_textarea(
+        3,
+        label="Conversation plan",
+        help_text="How the user goes about it, step by step; the question above is their first message.",
+    )
+    scenario_persona = optional_textarea(2, label="Persona", help_text="Optional: who the user is and how they talk.")
+    scenario_max_turns = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=SCENARIO_MAX_TURNS,
+        label="Maximum turns",
+        help_text=f"User messages at most (1-{SCENARIO_MAX_TURNS}); empty means {SCENARIO_DEFAULT_TURNS}.",
+        error_messages={
+            key: f"Enter a whole number from 1 to {SCENARIO_MAX_TURNS}, or leave it empty."
+            for key in ("min_value", "max_value", "invalid")
+        },
+    )
+    scenario_success_criteria = optional_textarea(
+        2, label="Success criteria", help_text="What the judge checks in the whole conversation."
+    )
+    SCENARIO_INPUTS = ("goal", "plan", "persona", "max_turns", "success_criteria")
+    # Inputs that are parts of one case field (scenario), not fields of their own.
+    PART_FIELDS = tuple(f"scenario_{key}" for key in SCENARIO_INPUTS)
 
     # Behind "More options": every editable field but the three always shown (the
     # trajectory mode always has a value, so it would keep the section open).
-    ADVANCED_FIELDS = tuple(
-        name for name in CASE_EDITABLE_FIELDS if name not in ("question", "expected_answer", "trajectory_mode")
+    ADVANCED_FIELDS = (
+        tuple(name for name in CASE_EDITABLE_FIELDS if name not in ("question", "expected_answer", "trajectory_mode"))
+        + PART_FIELDS
     )
     # Edited as repeating rows (turn_rows, tool_rows, chunk_rows), not through `initial`.
     ROW_FIELDS = ("turns", "expected_tools", "expected_context")
@@ -257,6 +288,7 @@ class CaseForm(forms.Form):
     def _initial(cls, case: TestCase) -> dict[str, Any]:
         initial = {name: getattr(case, name) for name in CASE_EDITABLE_FIELDS if name not in cls.ROW_FIELDS}
         initial["tags"] = ", ".join(case.tags)
+        initial.update({f"scenario_{key}": value for key, value in case.scenario.items()})
         return initial
 
     # Rows for the template: what was entered (or saved), plus one blank row to add to.
@@ -282,7 +314,9 @@ class CaseForm(forms.Form):
         if len(self.turn_rows) > 1 or len(self.tool_rows) > 1 or len(self.chunk_rows) > 1:
             return True
         source = self.data if self.is_bound else self.initial
-        return any(source.get(name) for name in self.ADVANCED_FIELDS if name not in ("turns", "expected_tools"))
+        return any(
+            source.get(name) for name in self.ADVANCED_FIELDS if name not in ("turns", "expected_tools", "scenario")
+        )
 
     def clean_case_id(self) -> str:
         # The service checks again inside its transaction; checking here too lets the
@@ -324,6 +358,10 @@ class CaseForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         super().clean()
         cleaned = self.cleaned_data  # what Form.clean() returns, typed without its Optional
+        parts = {key: cleaned.pop(f"scenario_{key}", None) for key in self.SCENARIO_INPUTS}
+        if not any(f"scenario_{key}" in self.errors for key in self.SCENARIO_INPUTS):
+            # The parts passed their own checks (max turns 1-30); case_fields_clean checks the whole.
+            cleaned["scenario"] = {key: value for key, value in parts.items() if value not in (None, "")}
         # Fields that failed their own checks are already reported; normalise the rest.
         values = {name: value for name, value in cleaned.items() if name not in self.errors}
         try:

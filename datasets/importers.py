@@ -21,6 +21,7 @@ from datasets.fields import (
     CSV_FIELDS,
     EVAL_SET_EXTENSION_FIELDS,
     EVAL_SET_EXTRA_KEYS,
+    EVAL_SET_SCENARIO_KEYS,
     SCORING_FIELDS,
     case_field_errors,
     case_fields_clean,
@@ -103,12 +104,6 @@ class ImportResult:
             count = len(self.warnings)
             text += f" {count} warning{'s' if count != 1 else ''}: see the dataset page."
         return text
-
-
-# ADK's user-simulator cases: a starting prompt and a plan instead of a scripted conversation.
-SCENARIO_SKIPPED = (
-    "a user-simulator scenario (conversation_scenario), which Evalsite cannot run yet, so it was not imported"
-)
 
 
 def _fail(problems: list[str]) -> ValidationError:
@@ -339,6 +334,9 @@ def _case_from_eval_case(item: Any) -> dict[str, Any]:
             reply = _get(invocation, "expected_final_response")
         exchanges.append((_content_text(_get(invocation, "user_content")), _content_text(reply)))
         tools.extend(_tool_uses(invocation))
+    scenario = _get(item, "conversation_scenario")
+    if scenario is not None and not conversation:
+        return _case_from_scenario(item, scenario)
     if not exchanges:
         # Flat cases: {"query"|"question"|"input", "expected_final_response"|"reference"}.
         question = next((item[key] for key in ("query", "question", "input") if key in item), "")
@@ -368,6 +366,33 @@ def _case_from_eval_case(item: Any) -> dict[str, Any]:
     if ids and all(ids) and ids != invocation_ids(fields["case_id"] or eval_id, len(ids)):
         # The file's own invocation ids, written back on export (ours are derived from the eval_id).
         extra["invocation_ids"] = ids
+    if extra:
+        fields["extra"] = extra
+    return fields
+
+
+def _case_from_scenario(item: dict[str, Any], scenario: Any) -> dict[str, Any]:
+    """ADK's user-simulator case: its starting prompt is the question, its plan the scenario's.
+
+    Our own export also carries the whole scenario (goal, persona, turns, criteria) in the
+    "evalsite" object; a scenario's other keys are kept in extra and written back on export.
+    """
+    if not isinstance(scenario, dict):
+        raise ValueError("conversation_scenario must be an object with a starting_prompt and a conversation_plan")
+    extension = _object(item.get("evalsite"))
+    eval_id = str(_get(item, "eval_id") or "")
+    fields: dict[str, Any] = {
+        "case_id": extension["case_id"] if "case_id" in extension else eval_id,
+        "question": _content_text(_get(scenario, "starting_prompt")),
+        "scenario": {"plan": _get(scenario, "conversation_plan") or ""},
+        "tags": item.get("tags") or [],
+    }
+    fields.update({key: extension[key] for key in EVAL_SET_EXTENSION_FIELDS if key in extension})
+    extra = {key: _get(item, key) for key in EVAL_SET_EXTRA_KEYS if _get(item, key) is not None}
+    known = {*EVAL_SET_SCENARIO_KEYS, "startingPrompt", "conversationPlan"}
+    others = {key: value for key, value in scenario.items() if key not in known}
+    if others:
+        extra["conversation_scenario"] = others
     if extra:
         fields["extra"] = extra
     return fields
@@ -419,9 +444,6 @@ def parse_eval_set(data: bytes) -> ParsedFile:
         label = f"Eval case {number}"
         if isinstance(item, dict) and _get(item, "eval_id"):
             label += f" ({_get(item, 'eval_id')})"
-        if isinstance(item, dict) and _get(item, "conversation_scenario") and not _get(item, "conversation"):
-            skipped.append(f"{label}: {SCENARIO_SKIPPED}.")
-            continue
         try:
             fields = case_fields_clean(_case_from_eval_case(item))
         except ValueError as exc:
@@ -439,11 +461,6 @@ def parse_eval_set(data: bytes) -> ParsedFile:
         cases.append(fields)
     if problems:
         raise _fail(problems)
-    if not cases:
-        raise ValidationError(
-            "The file holds only user-simulator scenarios (conversation_scenario), which Evalsite cannot run yet; "
-            "nothing was imported. Add scripted conversations (user_content and final_response) to import them."
-        )
 
     extension = _object(envelope.get("evalsite"))
     scoring = _object(extension.get("scoring"))

@@ -171,6 +171,10 @@ class TestCase(models.Model):
     tags = models.JSONField(default=list, blank=True)
     smoke_count = models.PositiveSmallIntegerField(null=True, blank=True)
     smoke_guidance = models.TextField(blank=True)
+    # A user-simulator scenario ({} for a scripted case): {"goal", "plan", "persona",
+    # "max_turns", "success_criteria"}; `question` is its starting prompt, and a simulator
+    # model plays the user from there (runs/simulator.py). (datasets.fields._scenario)
+    scenario = models.JSONField(default=dict, blank=True)
     # What the case tests, for generated cases ("Refund policy, rule 2").
     # Stability across the dataset's runs, written by runs (runs.services.stability) when a
     # run finishes: verdict flips between consecutive results with the same agent version,

@@ -75,6 +75,8 @@ class RunOut(Schema):
     judge_tokens: int
     agent_cost: float
     judge_cost: float
+    simulator_tokens: int = Field(description="The user simulator of scenario cases, apart from agent and judge")
+    simulator_cost: float
     summary: str
     summary_note: str
     created_at: datetime
@@ -121,6 +123,12 @@ class ResultOut(Schema):
     judge_tokens: int
     agent_cost: float
     judge_cost: float
+    simulator_tokens: int
+    simulator_cost: float
+    scenario: dict[str, Any] = Field(
+        description="A scenario case's ending: ended_by (simulator | turn_limit), goal (reached | abandoned), "
+        "reason, user_turns, max_turns, failing_turn; {} for scripted cases"
+    )
 
     @staticmethod
     def resolve_case_position(result: Any) -> int:

@@ -19,6 +19,7 @@ from agents.adapters import AgentConfigError, AgentError, AgentReply, AgentReque
 from agents.models import Agent, AgentVersion
 from datasets.models import Document
 from evalsite import llm
+from runs import simulator
 from runs.models import Result, Run, RunCase
 from runs.scoring import Evaluation, JudgeError, score_case
 
@@ -42,7 +43,7 @@ class Outcome:
     status: str  # Result.Status: pass | fail | error
     question: str
     actual_answer: str = ""
-    conversation: list[dict[str, str]] = field(default_factory=list)
+    conversation: list[dict[str, Any]] = field(default_factory=list)  # scenario turns add timing, tool calls
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     retrieval_context: list[str] = field(default_factory=list)
     trace_id: str = ""
@@ -55,6 +56,10 @@ class Outcome:
     agent_cost: float = 0.0
     judge_tokens: int = 0
     judge_cost: float = 0.0
+    # A scenario case's user simulator (runs/simulator.py): its spend, and how the conversation ended.
+    simulator_tokens: int = 0
+    simulator_cost: float = 0.0
+    scenario: dict[str, Any] = field(default_factory=dict)
     duration_ms: int = 0
     judge_samples: list[float] = field(default_factory=list)
     judge_stable: bool | None = None
@@ -70,6 +75,13 @@ def execute(result: Result, run: Run, version: AgentVersion) -> Outcome:
     adapter = adapter_for(version)
     adapter.check()
     outcome = Outcome(status=Result.Status.ERROR, question=result.question or case.question)
+    if case.data.get("scenario"):  # a simulated user instead of scripted turns
+        documents, context = _documents(case, run), _judge_context(case)
+        simulator.play(
+            adapter, case, run, outcome, trace, _idempotency(result, run), documents=documents, judge_context=context
+        )
+        outcome.duration_ms = int((time.monotonic() - started) * 1000)
+        return outcome
     try:
         if result.variant:
             outcome.question = _paraphrase(case, result.variant, outcome, trace)

@@ -11,6 +11,8 @@ JSON shape (`"format": "evalsite.run", "version": 1`):
               concurrency, total, completed, passed, failed, errored, skipped,
               pass_rate (0-1 over the cases as written, every repeat), average_score,
               robustness, consistency, agent_tokens, judge_tokens, agent_cost, judge_cost,
+              simulator_tokens, simulator_cost (a scenario case's user simulator), needs_simulator
+              (scenario results skipped for want of a model: left out of pass_rate),
               summary, summary_note, created_by, created_at, started_at, finished_at,
               duration_seconds, budget_cap, stop_reason,
               tools: [{tool, expected, called, precision, recall, argument_match_rate}]},
@@ -19,7 +21,8 @@ JSON shape (`"format": "evalsite.run", "version": 1`):
                    repeat (from 1), variant (0: as written), status, question, actual_answer, conversation,
                    tool_calls, retrieval_context, trace_id, score, verdict, reasoning,
                    error, scorers: [{name, label, score, passed, detail}], duration_ms,
-                   agent_tokens, judge_tokens, agent_cost, judge_cost, attempts,
+                   agent_tokens, judge_tokens, agent_cost, judge_cost, simulator_tokens, simulator_cost,
+                   scenario ({ended_by, goal, reason, user_turns, max_turns, failing_turn}), attempts,
                    queued_at, claimed_at, finished_at,
                    tool_diagnosis: {matched, missing, extra, wrong_args} or null}, ...]
     }
@@ -84,6 +87,8 @@ CSV_COLUMNS = (
     "judge_tokens",
     "agent_cost_usd",
     "judge_cost_usd",
+    "simulator_tokens",
+    "simulator_cost_usd",
     "trace_id",
     "finished_at",
     *TOOL_COLUMNS,
@@ -160,7 +165,7 @@ def run_export_json(run: Run, *, site_url: str | None = None) -> bytes:
 
 
 def _run_data(run: Run, results: list[Result], *, site_url: str | None = None) -> dict[str, Any]:
-    main = [result for result in results if result.variant == 0]
+    main = [result for result in results if result.variant == 0 and not result.needs_simulator]
     scored = [result for result in main if result.is_finished]
     cases = selectors.run_counts(run=run, outcomes=selectors.case_outcome_list(run=run)).as_dict()["cases"]
     return {
@@ -197,6 +202,9 @@ def _run_data(run: Run, results: list[Result], *, site_url: str | None = None) -
         "judge_tokens": run.judge_tokens,
         "agent_cost": float(run.agent_cost),
         "judge_cost": float(run.judge_cost),
+        "simulator_tokens": run.simulator_tokens,
+        "simulator_cost": float(run.simulator_cost),
+        "needs_simulator": sum(1 for result in results if result.variant == 0 and result.needs_simulator),
         "summary": run.summary,
         "summary_note": run.summary_note,
         "created_by": run.created_by.get_username() if run.created_by else None,
@@ -292,6 +300,8 @@ def result_row(run: Run, result: Result) -> list[Any]:
         result.judge_tokens,
         float(result.agent_cost),
         float(result.judge_cost),
+        result.simulator_tokens,
+        float(result.simulator_cost),
         result.trace_id,
         result.finished_at,  # ISO text in CSV, a date cell in XLSX
         *_tool_cells(result),
@@ -317,7 +327,7 @@ def _scorer_text(row: dict[str, Any]) -> str:
 
 
 def summary_rows(run: Run, site_url: str | None = None) -> list[tuple[str, Any]]:
-    data = _run_data(run, list(Result.objects.filter(run=run).only("variant", "status")), site_url=site_url)
+    data = _run_data(run, list(Result.objects.filter(run=run).only("variant", "status", "error")), site_url=site_url)
     return [
         ("Run", f"#{run.pk}"),
         ("Link", data["url"]),
@@ -350,6 +360,9 @@ def summary_rows(run: Run, site_url: str | None = None) -> list[tuple[str, Any]]
         ("Judge tokens", run.judge_tokens),
         ("Agent cost (USD)", float(run.agent_cost)),
         ("Judge cost (USD)", float(run.judge_cost)),
+        ("Simulator tokens", run.simulator_tokens),
+        ("Simulator cost (USD)", float(run.simulator_cost)),
+        ("Scenario results not run (no simulator model)", data["needs_simulator"]),
         ("Case pass rate (every repeat passed)", data["cases"]["pass_rate"]),
         ("Started", run.started_at or run.created_at),
         ("Finished", run.finished_at),

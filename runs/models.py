@@ -129,6 +129,9 @@ class Run(models.Model):
     judge_tokens = models.PositiveIntegerField(default=0)
     agent_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     judge_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    # The user-simulator's calls for scenario cases (runs/simulator.py), apart from agent and judge.
+    simulator_tokens = models.PositiveIntegerField(default=0)
+    simulator_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     summary = models.TextField(blank=True)
     summary_note = models.CharField(max_length=300, blank=True)
 
@@ -235,6 +238,12 @@ class Result(models.Model):
         SKIPPED = "skipped", "Skipped"
 
     FINISHED_STATUSES = (Status.PASS, Status.FAIL, Status.ERROR)
+    # A scenario case when no model can play the user (runs.services.start): skipped with
+    # this label, and left out of the pass rate, which counts what could run.
+    NEEDS_SIMULATOR = (
+        "Needs a simulator model: a scenario case is played by a model that acts as the user, and none is configured."
+    )
+    NEEDS_SIMULATOR_Q = Q(status=Status.SKIPPED, error=NEEDS_SIMULATOR)
     # Queued (a task is on its way) and running (a worker claimed it) count against the run's window.
     IN_FLIGHT_STATUSES = (Status.QUEUED, Status.RUNNING)
 
@@ -271,6 +280,13 @@ class Result(models.Model):
     judge_tokens = models.PositiveIntegerField(default=0)
     agent_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     judge_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    simulator_tokens = models.PositiveIntegerField(default=0)
+    simulator_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    # How a scenario case's conversation went ({} for scripted cases; runs/simulator.py):
+    # {"ended_by": "simulator" | "turn_limit", "goal": "reached" | "abandoned" | "",
+    #  "reason": "...", "user_turns": n, "max_turns": n, "failing_turn": n | None}.
+    # Its turns are in `conversation`, each with "duration_ms" (and "tool_calls" on replies).
+    scenario = models.JSONField(default=dict, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # Judge stability near the threshold (runs.stability): every score the judge gave, first one
     # first, when it was asked again; the score above is their median. judge_stable says whether
@@ -295,6 +311,10 @@ class Result(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in self.FINISHED_STATUSES
+
+    @property
+    def needs_simulator(self) -> bool:
+        return self.status == self.Status.SKIPPED and self.error == self.NEEDS_SIMULATOR
 
 
 class DatasetBaseline(models.Model):

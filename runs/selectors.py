@@ -122,7 +122,7 @@ def run_reexecutions(*, run: Run) -> int:
 
 def run_main_total(*, run: Run) -> int:
     """How many results count in the pass rate: every repeat of every case, variants excluded."""
-    return Result.objects.filter(run=run, variant=0).count()
+    return Result.objects.filter(run=run, variant=0).exclude(Result.NEEDS_SIMULATOR_Q).count()
 
 
 @dataclass
@@ -178,12 +178,17 @@ class RunCounts:
 
 def run_counts(*, run: Run, outcomes: list[CaseOutcome]) -> RunCounts:
     """Both definitions of the run's counts (one aggregate query; the outcomes are the cases')."""
-    main = Result.objects.filter(run=run, variant=0).aggregate(
-        requests=Count("id"),
-        passed=Count("id", filter=Q(status=Result.Status.PASS)),
-        failed=Count("id", filter=Q(status=Result.Status.FAIL)),
-        errored=Count("id", filter=Q(status=Result.Status.ERROR)),
-        skipped=Count("id", filter=Q(status=Result.Status.SKIPPED)),
+    # Scenario cases no model could play are no requests: they neither pass nor fail.
+    main = (
+        Result.objects.filter(run=run, variant=0)
+        .exclude(Result.NEEDS_SIMULATOR_Q)
+        .aggregate(
+            requests=Count("id"),
+            passed=Count("id", filter=Q(status=Result.Status.PASS)),
+            failed=Count("id", filter=Q(status=Result.Status.FAIL)),
+            errored=Count("id", filter=Q(status=Result.Status.ERROR)),
+            skipped=Count("id", filter=Q(status=Result.Status.SKIPPED)),
+        )
     )
     cases = case_filter_counts(outcomes)
     return RunCounts(
@@ -401,8 +406,15 @@ class CaseCard:
         return [str(tag) for tag in self.case.data.get("tags") or []]
 
     @property
+    def is_scenario(self) -> bool:
+        """A simulated user played it: its card shows the whole chat (runs/partials/result_scenario.html)."""
+        return bool(self.case.data.get("scenario"))
+
+    @property
     def earlier_turns(self) -> list[dict[str, str]]:
         """A multi-turn case's exchange before its last question, as the agent saw it."""
+        if self.is_scenario:
+            return []
         primary = self.primary
         conversation = list(primary.conversation) if primary and primary.conversation else []
         return conversation[:-2] if len(conversation) >= 2 else conversation

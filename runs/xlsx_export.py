@@ -43,6 +43,7 @@ XLSX_FORMATS = {
     "finished_at": DATE_FORMAT,
     "agent_cost_usd": USD_FORMAT,
     "judge_cost_usd": USD_FORMAT,
+    "simulator_cost_usd": USD_FORMAT,
 }
 SUMMARY_FORMATS = {
     "Pass rate": "0.0%",
@@ -50,6 +51,7 @@ SUMMARY_FORMATS = {
     "Robustness (smoke variants passed)": "0.0%",
     "Agent cost (USD)": USD_FORMAT,
     "Judge cost (USD)": USD_FORMAT,
+    "Simulator cost (USD)": USD_FORMAT,
     "Started": DATE_FORMAT,
     "Finished": DATE_FORMAT,
 }

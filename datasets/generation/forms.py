@@ -1,7 +1,7 @@
 from django import forms
 
 from datasets.fields import dataset_name_clean
-from datasets.generation.services import MAX_CASES, MIN_CASES
+from datasets.generation.services import KIND_QUESTIONS, KINDS, MAX_CASES, MIN_CASES
 
 COUNT_MESSAGE = f"Choose from {MIN_CASES} to {MAX_CASES} test cases."
 
@@ -22,9 +22,13 @@ class GenerateForm(forms.Form):
         },
     )
     instructions = forms.CharField(label="Additional Instructions", required=False, max_length=2000)
+    kind = forms.ChoiceField(label="Kind of test cases", choices=KINDS, required=False, initial=KIND_QUESTIONS)
     name = forms.CharField(
         label="Dataset name", max_length=120, error_messages={"required": "Give the dataset a name."}
     )
+
+    def clean_kind(self) -> str:
+        return self.cleaned_data.get("kind") or KIND_QUESTIONS
 
     def clean_name(self) -> str:
         return dataset_name_clean(self.cleaned_data["name"])

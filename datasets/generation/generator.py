@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.models import Agent, AgentVersion
-from datasets.generation.parsing import GeneratedCase, Rule, is_near_duplicate, parse_case
+from datasets.generation.parsing import GeneratedCase, Rule, is_near_duplicate, parse_case, parse_scenario
 from evalsite import llm
 
 BATCH_SIZE = 10  # cases asked for in one request: keeps each answer well inside output limits
@@ -188,6 +188,43 @@ CASES_SCHEMA: dict[str, Any] = {
 }
 
 
+# Scenario cases (kind "scenarios"): a simulated user with a goal instead of one question.
+SCENARIO_PROMPT = """
+These cases are SCENARIOS: a simulated user will talk to the agent over several turns. For each:
+- question: the user's first message only (the starting prompt).
+- scenario.goal: what the user wants to get done; scenario.plan: how they go about it, step by \
+step, including what they reveal only when asked and when they would give up; scenario.persona: \
+who they are and how they talk (optional); scenario.success_criteria: what the agent must do in \
+the conversation to pass, from the rules; scenario.max_turns: user messages needed, 2 to 10.
+- expected_answer: the outcome the agent should reach by the end, from the rules.
+"""
+_SCENARIO_PROPERTY: dict[str, Any] = {
+    "type": "object",
+    "required": ["goal", "plan", "success_criteria", "max_turns"],
+    "properties": {
+        "goal": {"type": "string"},
+        "plan": {"type": "string"},
+        "persona": {"type": "string"},
+        "success_criteria": {"type": "string"},
+        # Bounds are checked per case (clean_scenario drops a bad one), not for the whole answer.
+        "max_turns": {"type": "integer"},
+    },
+}
+
+
+def _scenario_schema() -> dict[str, Any]:
+    item = CASES_SCHEMA["properties"]["cases"]["items"]
+    scenario_item = {
+        **item,
+        "required": [*item["required"], "scenario"],
+        "properties": {**item["properties"], "scenario": _SCENARIO_PROPERTY},
+    }
+    return {**CASES_SCHEMA, "properties": {"cases": {"type": "array", "items": scenario_item}}}
+
+
+SCENARIO_CASES_SCHEMA = _scenario_schema()
+
+
 def build_messages(
     *,
     agent: Agent,
@@ -196,10 +233,11 @@ def build_messages(
     instructions: str,
     written: list[GeneratedCase],
     under_covered: list[Rule],
+    scenarios: bool = False,
 ) -> list[dict[str, str]]:
     # The schema goes to the server as structured output; the gateway spells it out in the
     # prompt only for a server that cannot take it (structured.with_schema_hint).
-    system = SYSTEM_PROMPT
+    system = SYSTEM_PROMPT + (SCENARIO_PROMPT if scenarios else "")
     parts = [f"The agent: {agent.name}." + (f" {agent.description}" if agent.description else "")]
     parts.append("Its rules and knowledge, numbered:\n" + _numbered(rules))
     if not written:
@@ -247,8 +285,10 @@ def generate_cases(
     trace: dict[str, Any] | None = None,
     rules: list[Rule] | None = None,
     avoid: Sequence[str] = (),
+    scenarios: bool = False,
 ) -> Generation:
-    """Exactly `count` distinct cases, or GenerationError (llm.LLMError passes through).
+    """Exactly `count` distinct cases (scenario cases with `scenarios`), or GenerationError
+    (llm.LLMError passes through).
 
     `rules` narrows the cases to those rules (coverage's "generate for uncovered rules");
     `avoid` are questions the dataset already has, which no new case may repeat."""
@@ -273,10 +313,15 @@ def generate_cases(
             instructions=instructions,
             written=[*existing, *result.cases],
             under_covered=_under_covered(rules, result.cases, count),
+            scenarios=scenarios,
         )
         try:
             answer = llm.complete_json(
-                messages, schema=CASES_SCHEMA, task="generate", trace=trace, temperature=temperature
+                messages,
+                schema=SCENARIO_CASES_SCHEMA if scenarios else CASES_SCHEMA,
+                task="generate",
+                trace=trace,
+                temperature=temperature,
             )
         except llm.LLMError as error:
             # An answer cut at max_tokens or still broken after its repair: asking the same
@@ -292,7 +337,7 @@ def generate_cases(
         result.completion_tokens += answer.completion_tokens
         result.cost += answer.cost
         assert answer.data is not None  # complete_json returns only an answer that matched the object schema
-        candidates = _usable_cases(answer.data.get("cases") or [], rules, result, existing)
+        candidates = _usable_cases(answer.data.get("cases") or [], rules, result, existing, scenarios)
         result.cases += _balanced_pick(candidates, result.cases, asked)
     if len(result.cases) < count:
         raise GenerationError(_shortfall_reason(result, count))
@@ -307,12 +352,19 @@ def _add_usage(result: Generation, spent: llm.LLMResult | None) -> None:
 
 
 def _usable_cases(
-    raw_cases: list[Any], rules: list[Rule], result: Generation, existing: Sequence[GeneratedCase] = ()
+    raw_cases: list[Any],
+    rules: list[Rule],
+    result: Generation,
+    existing: Sequence[GeneratedCase] = (),
+    scenarios: bool = False,
 ) -> list[GeneratedCase]:
     """Valid cases that duplicate neither a kept (or existing) case nor each other, in the model's order."""
     usable: list[GeneratedCase] = []
     for raw in raw_cases:
         case, problem = parse_case(raw, rules)
+        if case is not None and scenarios:
+            case.scenario = parse_scenario(raw)
+            case, problem = (case, "") if case.scenario else (None, "no usable scenario")
         if case is None:
             result.dropped[problem] += 1
         elif any(is_near_duplicate(case, other) for other in [*existing, *result.cases, *usable]):
@@ -356,7 +408,7 @@ def _shortfall_reason(result: Generation, count: int) -> str:
         why.append(f"{result.dropped['duplicate']} repeated an earlier question")
     unusable = sum(n for reason, n in result.dropped.items() if reason != "duplicate")
     if unusable:
-        why.append(f"{unusable} had no question, no expected answer or an unusable document")
+        why.append(f"{unusable} had no question, no expected answer, no usable scenario or an unusable document")
     dropped = f" ({'; '.join(why)})" if why else ""
     return (
         f"The model wrote {len(result.cases)} usable test cases of the {count} asked for, "

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from datasets.fields import SCENARIO_KEYS, clean_scenario
 from datasets.generation.writers import DocumentSpec, FormalSpec, Party, TableSpec, clean
 from evalsite.text import jaccard
 
@@ -42,6 +43,7 @@ class GeneratedCase:
     rule: Rule | None
     tests_rule: str  # what the case records ("R3 · Guardrails: Never share ..."), at most 300 characters
     document: DocumentSpec | None = None
+    scenario: dict[str, Any] | None = None  # a scenario case's simulated user (datasets.fields.clean_scenario)
 
 
 def is_near_duplicate(case: GeneratedCase, other: GeneratedCase) -> bool:
@@ -173,3 +175,14 @@ def _labelled(raw: Any) -> list[tuple[str, str]]:
         if isinstance(item, dict) and clean(item.get("label") or ""):
             pairs.append((_shorten(clean(item["label"]), 100), _shorten(clean(item.get("value", "")), 500)))
     return pairs
+
+
+def parse_scenario(raw: Any) -> dict[str, Any] | None:
+    """A generated case's scenario, cleaned like a hand-written one; None when it is unusable."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("scenario"), dict):
+        return None
+    wanted = {key: raw["scenario"].get(key) for key in SCENARIO_KEYS if raw["scenario"].get(key) is not None}
+    try:
+        return clean_scenario(wanted) or None
+    except ValueError:
+        return None

@@ -34,6 +34,11 @@ logger = logging.getLogger(__name__)
 
 MIN_CASES = 1
 MAX_CASES = 50
+KIND_QUESTIONS, KIND_SCENARIOS = "questions", "scenarios"
+KINDS = (
+    (KIND_QUESTIONS, "Questions with expected answers"),
+    (KIND_SCENARIOS, "Scenarios: a simulated user with a goal, over several turns"),
+)
 
 NO_MODEL_MESSAGE = (
     "Generating test cases needs a model, and none is configured. Set EVALSITE_LLM_MODEL "
@@ -45,8 +50,12 @@ NO_RULES_MESSAGE = (
 )
 
 
-def dataset_generate_create(*, agent: Agent, user: User, name: str, count: int, instructions: str) -> Dataset:
+def dataset_generate_create(
+    *, agent: Agent, user: User, name: str, count: int, instructions: str, kind: str = KIND_QUESTIONS
+) -> Dataset:
     """A new dataset in Extracting whose cases the model will write; the job starts after commit."""
+    if kind not in dict(KINDS):
+        raise ValidationError({"kind": ["Choose questions or scenarios."]})
     if not llm.is_configured("llm"):
         raise ValidationError(NO_MODEL_MESSAGE)
     if not MIN_CASES <= count <= MAX_CASES:
@@ -62,7 +71,12 @@ def dataset_generate_create(*, agent: Agent, user: User, name: str, count: int, 
             source=Dataset.Source.GENERATED,
             status=Dataset.Status.EXTRACTING,
             source_name=Dataset.Source.GENERATED.label,
-            generation={"count": count, "instructions": instructions.strip()},
+            # No "kind" means questions (datasets generated before scenarios existed).
+            generation={
+                "count": count,
+                "instructions": instructions.strip(),
+                **({"kind": kind} if kind == KIND_SCENARIOS else {}),
+            },
         )
         job_enqueue(GENERATE, dataset.pk)
     return dataset
@@ -115,6 +129,7 @@ def dataset_generate(*, dataset_id: int) -> None:
                 count=int(dataset.generation.get("count") or 0),
                 instructions=str(dataset.generation.get("instructions") or ""),
                 trace={"dataset": dataset.pk},
+                scenarios=dataset.generation.get("kind") == KIND_SCENARIOS,
             )
         written = [write_document(case.document) if case.document else None for case in generation.cases]
     except GenerationError as error:
@@ -184,6 +199,7 @@ def _save_rows(dataset: Dataset, generation: Generation, documents: list[Documen
                 "tests_rule": case.tests_rule,
                 "document_context": case.document.context if case.document else "",
                 "documents": [document] if document is not None else [],
+                "scenario": case.scenario or {},
             }
             for case, document in zip(generation.cases, documents, strict=True)
         ],

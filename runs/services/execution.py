@@ -140,6 +140,9 @@ def _result_save(result: Result, token: str, outcome: engine.Outcome) -> None:
             judge_tokens=outcome.judge_tokens,
             agent_cost=money(outcome.agent_cost),
             judge_cost=money(outcome.judge_cost),
+            simulator_tokens=outcome.simulator_tokens,
+            simulator_cost=money(outcome.simulator_cost),
+            scenario=outcome.scenario,
             finished_at=timezone.now(),
         )
         if not saved:
@@ -150,6 +153,8 @@ def _result_save(result: Result, token: str, outcome: engine.Outcome) -> None:
             "judge_tokens": F("judge_tokens") + outcome.judge_tokens,
             "agent_cost": F("agent_cost") + money(outcome.agent_cost),
             "judge_cost": F("judge_cost") + money(outcome.judge_cost),
+            "simulator_tokens": F("simulator_tokens") + outcome.simulator_tokens,
+            "simulator_cost": F("simulator_cost") + money(outcome.simulator_cost),
         }
         if result.variant == 0:  # smoke variants have their own figure (robustness)
             field = {"pass": "passed", "fail": "failed", "error": "errored"}[outcome.status]

@@ -100,6 +100,8 @@ def _run_figures(run: Run) -> dict[str, Any]:
         judge_tokens=Sum("judge_tokens", default=0),
         agent_cost=Sum("agent_cost", default=Decimal(0)),
         judge_cost=Sum("judge_cost", default=Decimal(0)),
+        simulator_tokens=Sum("simulator_tokens", default=0),
+        simulator_cost=Sum("simulator_cost", default=Decimal(0)),
         variants=Count("id", filter=Q(variant__gt=0, status__in=Result.FINISHED_STATUSES)),
         variants_passed=Count("id", filter=Q(variant__gt=0, status=Result.Status.PASS)),
     )

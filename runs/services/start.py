@@ -21,12 +21,13 @@ from datasets.models import Dataset, TestCase
 from evalsite import llm
 from runs import judging, selectors
 from runs.models import Result, Run, RunCase
-from runs.services.dispatch import fill_window
+from runs.services.dispatch import enqueue_finish, fill_window
 
 # The ValidationError code of a start refused because of the agent (not the dataset):
 # the API answers it with 422.
 AGENT_NOT_RUNNABLE = "agent_not_runnable"
 
+NEEDS_SIMULATOR = Result.NEEDS_SIMULATOR
 # A case's fields that RunCase keeps in its `data` snapshot; the rest are RunCase columns.
 SNAPSHOT_FIELDS = tuple(name for name in CASE_FIELD_NAMES if name not in ("question", "expected_answer", "case_id"))
 
@@ -244,14 +245,24 @@ def _run_create(
     run.total = sum(1 for result in results if result.status == Result.Status.PENDING)
     Run.objects.filter(pk=run.pk).update(total=run.total)
     fill_window(run)
+    if not run.total:  # every case was skipped (scenarios with no simulator model): nothing will finish it
+        enqueue_finish(run.pk)
     return run
 
 
 def _results_for(run: Run, cases: list[RunCase], *, repeats: int) -> list[Result]:
     """Every repeat of every case, then its smoke-test variants (paraphrases need a model)."""
-    can_paraphrase = llm.is_configured("llm")
+    can_paraphrase = can_simulate = llm.is_configured("llm")
     results: list[Result] = []
     for case in cases:
+        if case.data.get("scenario") and not can_simulate:
+            # Skipped, not failed: the run goes on and the pass rate leaves them out.
+            skipped = Result.Status.SKIPPED
+            results += [
+                Result(run=run, case=case, repeat=r, question=case.question, status=skipped, error=NEEDS_SIMULATOR)
+                for r in range(repeats)
+            ]
+            continue
         results += [Result(run=run, case=case, repeat=r, question=case.question) for r in range(repeats)]
         for variant in range(1, int(case.data.get("smoke_count") or 0) + 1):
             result = Result(run=run, case=case, variant=variant)

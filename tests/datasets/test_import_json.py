@@ -241,21 +241,44 @@ WITH_SCENARIOS = {
 
 
 @pytest.mark.django_db
-def test_scenario_cases_are_skipped_with_their_reason_and_the_scripted_ones_imported(dataset):
+def test_scenario_cases_are_imported_with_their_starting_prompt_and_plan(dataset):
     result = dataset_import_json(dataset=dataset, file=_file(WITH_SCENARIOS))
 
-    assert list(dataset.cases.values_list("case_id", flat=True)) == ["scripted"]
-    assert result.created == 1 and result.level == "warning"
-    assert result.skipped == [
-        "Eval case 2 (angry_customer): a user-simulator scenario (conversation_scenario), which Evalsite cannot "
-        "run yet, so it was not imported."
-    ]
-    assert "1 case was skipped: Eval case 2 (angry_customer)" in result.message
+    assert list(dataset.cases.values_list("case_id", flat=True)) == ["scripted", "angry_customer"]
+    assert result.created == 2 and result.skipped == [] and result.level == "success"
+    scripted, scenario = dataset.cases.order_by("position")
+    assert scripted.scenario == {}
+    assert scenario.question == "My order never arrived."
+    assert scenario.scenario == {
+        "goal": "",
+        "plan": "Insist on a refund; accept a voucher only after two refusals.",
+        "persona": "",
+        "success_criteria": "",
+        "max_turns": 10,
+    }
+    assert scenario.turns == [] and scenario.expected_answer == ""
 
 
 @pytest.mark.django_db
-def test_a_file_of_only_scenarios_imports_nothing_and_says_why(dataset):
-    only = {"eval_cases": [WITH_SCENARIOS["eval_cases"][1]]}
-    with pytest.raises(ValidationError, match="only user-simulator scenarios"):
-        dataset_import_json(dataset=dataset, file=_file(only))
+def test_a_scenarios_other_keys_are_kept_in_extra(dataset):
+    case = {
+        "eval_id": "persona",
+        "conversation_scenario": {
+            "starting_prompt": "Hi",
+            "conversation_plan": "Ask for the price twice.",
+            "user_persona": {"id": "novice"},
+        },
+    }
+    dataset_import_json(dataset=dataset, file=_file({"eval_cases": [case]}))
+
+    imported = dataset.cases.get()
+    assert imported.extra == {"conversation_scenario": {"user_persona": {"id": "novice"}}}
+
+
+@pytest.mark.django_db
+def test_a_scenario_that_is_not_an_object_is_refused_with_its_case_named(dataset):
+    with pytest.raises(ValidationError, match=r"Eval case 1 \(bad\): conversation_scenario must be an object"):
+        dataset_import_json(
+            dataset=dataset, file=_file({"eval_cases": [{"eval_id": "bad", "conversation_scenario": "x"}]})
+        )
     assert dataset.cases.count() == 0

@@ -143,7 +143,7 @@ def test_nothing_is_imported_while_the_dataset_is_extracting(client_alice, agent
 
 
 @pytest.mark.django_db
-def test_skipped_scenario_cases_are_a_warning_toast_that_names_them(client_alice, dataset):
+def test_scenario_cases_are_imported_and_shown_with_a_scenario_badge(client_alice, dataset):
     eval_set = {
         "eval_cases": [
             {"eval_id": "x", "conversation": [{"user_content": {"parts": [{"text": "Hi"}]}}]},
@@ -152,22 +152,9 @@ def test_skipped_scenario_cases_are_a_warning_toast_that_names_them(client_alice
     }
     upload = SimpleUploadedFile("set.json", json.dumps(eval_set).encode())
 
-    response = client_alice.post(_url(dataset, "json"), {"file": upload}, **HTMX)
-
-    toast = json.loads(response["HX-Trigger"])["toast"]
-    assert toast["level"] == "warning"
-    assert "Eval case 2 (sim): a user-simulator scenario" in toast["message"]
-
-
-@pytest.mark.django_db
-def test_without_javascript_the_skip_is_a_warning_message_on_the_dataset_page(client_alice, dataset):
-    eval_set = {
-        "eval_cases": [
-            {"eval_id": "x", "conversation": [{"user_content": {"parts": [{"text": "Hi"}]}}]},
-            {"eval_id": "sim", "conversation_scenario": {"starting_prompt": "Hi", "conversation_plan": "Ask twice"}},
-        ]
-    }
-    upload = SimpleUploadedFile("set.json", json.dumps(eval_set).encode())
     response = client_alice.post(_url(dataset, "json"), {"file": upload}, follow=True)
+
     html = response.content.decode()
-    assert "a user-simulator scenario (conversation_scenario)" in html
+    assert dataset.cases.count() == 2
+    assert '<span class="badge badge-info">Scenario</span>' in html
+    assert "Ask twice" in html
