@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 
 from agents.models import Agent
 from datasets.models import Dataset
@@ -183,13 +183,26 @@ class AgreementGroup:
 
 
 def _reviewed_results(runs: list[Run]) -> list[Result]:
+    """Results people reviewed, and the re-scores of those results: a re-score judges the same
+    answers again, so its judge is measured against the reviews of the result it re-judged."""
+    rescored_reviews = Prefetch(
+        "rescored_from__reviews", queryset=Review.objects.select_related("reviewer").order_by("created_at", "id")
+    )
     return list(
-        Result.objects.filter(run__in=runs, reviews__isnull=False)
+        Result.objects.filter(Q(reviews__isnull=False) | Q(rescored_from__reviews__isnull=False), run__in=runs)
         .distinct()
-        .select_related("case")
-        .prefetch_related(reviews_prefetch())
+        .select_related("case", "rescored_from")
+        .prefetch_related(reviews_prefetch(), rescored_reviews)
         .order_by("run_id", "case__position", "repeat", "variant")
     )
+
+
+def _reviews_of(result: Result) -> list[Review]:
+    """The reviews that judge this result's answer: its own, or for a re-score its source's."""
+    own = list(result.reviews.all())
+    if own or result.rescored_from is None:
+        return own
+    return list(result.rescored_from.reviews.all())
 
 
 def agreement_groups(*, runs: list[Run], tag: str = "") -> list[AgreementGroup]:
@@ -217,7 +230,7 @@ def _group(key: str, label: str, rows: list[tuple[Result, Run]]) -> AgreementGro
     disagreements: list[Disagreement] = []
     verdicts: list[list[bool]] = []
     for result, run in rows:
-        reviews = list(result.reviews.all())
+        reviews = _reviews_of(result)
         verdicts.append([review.passed for review in reviews])
         for review in reviews:
             pair = pair_of(result, review)
