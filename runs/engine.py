@@ -64,6 +64,20 @@ class Outcome:
     judge_samples: list[float] = field(default_factory=list)
     judge_stable: bool | None = None
 
+    def add_judgment(self, scored: Any) -> None:
+        """The judge's verdict on this outcome (runs.scoring.Scored or a scenario's judgment)."""
+        self.status = Result.Status.PASS if scored.passed else Result.Status.FAIL
+        self.score, self.verdict, self.reasoning = scored.score, scored.verdict, scored.reasoning
+        self.scorers = scored.scorers
+        self.judge_tokens += scored.tokens
+        self.judge_cost += scored.cost
+
+    def add_judge_error(self, error: JudgeError) -> None:
+        """The judge could not score: an Error result, its spend counted as judge cost."""
+        self.error = error.message
+        self.judge_tokens += error.tokens
+        self.judge_cost += error.cost
+
 
 def execute(result: Result, run: Run, version: AgentVersion) -> Outcome:
     """Ask and score one result. AgentConfigError (the version can't run at all) propagates."""
@@ -187,16 +201,10 @@ def _score(outcome: Outcome, case: RunCase, run: Run, trace: dict[str, str | int
             evaluation=evaluation, scoring=run.scoring, offline=run.scorer == Run.Scorer.OFFLINE, trace=trace
         )
     except JudgeError as error:
-        outcome.error = error.message
-        outcome.judge_tokens += error.tokens
-        outcome.judge_cost += error.cost
+        outcome.add_judge_error(error)
         return
-    outcome.status = Result.Status.PASS if scored.passed else Result.Status.FAIL
-    outcome.score, outcome.verdict, outcome.reasoning = scored.score, scored.verdict, scored.reasoning
-    outcome.scorers = scored.scorers
+    outcome.add_judgment(scored)
     outcome.judge_samples, outcome.judge_stable = scored.samples, scored.stable
-    outcome.judge_tokens += scored.tokens
-    outcome.judge_cost += scored.cost
 
 
 def _paraphrase(case: RunCase, variant: int, outcome: Outcome, trace: dict[str, str | int]) -> str:

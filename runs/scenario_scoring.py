@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from datasets.models import DEFAULT_PASS_THRESHOLD
-from evalsite import llm
 from runs.models import RunCase
 from runs.scoring import (
     GATING_SCORERS,
     JUDGE_CONTEXT_CHARS,
     JudgeError,
+    ask_judge,
     trajectory_row,
     verdict_for,
 )
@@ -99,23 +99,7 @@ def judge_scenario(
         {"role": "system", "content": f"{instructions}\n\n{SCENARIO_JUDGE_RUBRIC}"},
         {"role": "user", "content": scenario_judge_prompt(scenario, outcome, case, scoring, judge_context)},
     ]
-    try:
-        result = llm.complete_json(
-            messages,
-            schema=SCENARIO_JUDGE_SCHEMA,
-            task="judge",
-            purpose="judge",
-            model=scoring.get("judge_model") or None,
-            temperature=0,
-            trace=trace,
-        )
-    except llm.LLMError as error:
-        spent = error.result
-        raise JudgeError(
-            f"The judge failed: {error.message}",
-            tokens=(spent.prompt_tokens + spent.completion_tokens) if spent else 0,
-            cost=spent.cost if spent else 0.0,
-        ) from error
+    result = ask_judge(messages, SCENARIO_JUDGE_SCHEMA, scoring, trace)
     score = round(float(result.data["score"]), 1)
     reasoning = str(result.data["reasoning"]).strip()
     turn = int(result.data["failing_turn"])

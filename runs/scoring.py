@@ -195,13 +195,19 @@ def judge_stably(evaluation: Evaluation, scoring: dict[str, Any], trace: dict[st
     )
 
 
-def judge(
-    evaluation: Evaluation, scoring: dict[str, Any], trace: dict[str, str | int], *, temperature: float = 0
-) -> Judgment:
+def ask_judge(
+    messages: list[dict[str, str]],
+    schema: dict[str, Any],
+    scoring: dict[str, Any],
+    trace: dict[str, str | int],
+    *,
+    temperature: float = 0,
+) -> llm.LLMResult:
+    """One structured call to the dataset's judge model; JudgeError (with what it spent) when it fails."""
     try:
-        result = llm.complete_json(
-            judge_messages(evaluation, scoring),
-            schema=JUDGE_SCHEMA,
+        return llm.complete_json(
+            messages,
+            schema=schema,
             task="judge",
             purpose="judge",
             model=scoring.get("judge_model") or None,
@@ -215,6 +221,12 @@ def judge(
             tokens=(spent.prompt_tokens + spent.completion_tokens) if spent else 0,
             cost=spent.cost if spent else 0.0,
         ) from error
+
+
+def judge(
+    evaluation: Evaluation, scoring: dict[str, Any], trace: dict[str, str | int], *, temperature: float = 0
+) -> Judgment:
+    result = ask_judge(judge_messages(evaluation, scoring), JUDGE_SCHEMA, scoring, trace, temperature=temperature)
     score = round(float(result.data["score"]), 1)
     return Judgment(
         score=score,

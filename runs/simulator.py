@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.adapters import AgentConfigError, AgentError, AgentRequest, DocumentRef
 from evalsite import llm
-from runs.models import Result, Run, RunCase
+from runs.models import Run, RunCase
 from runs.scenario_scoring import judge_scenario
 from runs.scoring import JudgeError
 
@@ -81,15 +81,9 @@ def play(
             offline=run.scorer == Run.Scorer.OFFLINE, trace=trace,
         )  # fmt: skip
     except JudgeError as error:
-        outcome.error = error.message
-        outcome.judge_tokens += error.tokens
-        outcome.judge_cost += error.cost
+        outcome.add_judge_error(error)
         return
-    outcome.status = Result.Status.PASS if scored.passed else Result.Status.FAIL
-    outcome.score, outcome.verdict, outcome.reasoning = scored.score, scored.verdict, scored.reasoning
-    outcome.scorers = scored.scorers
-    outcome.judge_tokens += scored.tokens
-    outcome.judge_cost += scored.cost
+    outcome.add_judgment(scored)
     outcome.scenario["failing_turn"] = scored.failing_turn
 
 
