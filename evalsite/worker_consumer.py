@@ -16,11 +16,20 @@ can still reach its transport's settings. Redis is usually down at that moment, 
 restore fails with a connection error (logged) and the messages are forgotten; either way
 the close that follows finds nothing left to restore. Nothing is lost: late acks plus the database
 reaper re-queue every case whose message was lost (runs/services/reaper.py).
+
+A second path to the same end: a task that finishes (or is cancelled) around the loss has
+its ack or reject queued on the event loop, which runs it after the reconnect, on the
+message's old channel, which the close above detached from its connection
+(`channel.connection = None`); kombu then reads `None.client` and the AttributeError ends
+the worker the same way. `call_soon_ack` drops such an ack or reject (logged): that
+channel's deliveries went with its connection (restored or forgotten above), and the
+case's database row, not the message, says whether it still has to run.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from celery.worker.consumer import Consumer as CeleryConsumer
@@ -32,6 +41,25 @@ class Consumer(CeleryConsumer):
     def on_connection_error_after_connected(self, exc: Exception) -> None:
         _restore_unacked_early(self.connection)
         super().on_connection_error_after_connected(exc)
+
+    def call_soon_ack(self, p: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return super().call_soon_ack(_unless_channel_closed(p), *args, **kwargs)
+
+
+def _unless_channel_closed(settle: Callable[..., Any]) -> Callable[..., Any]:
+    """`settle` (a message's ack_log_error or reject_log_error), skipped when it runs after
+    the message's channel was closed with a lost connection."""
+    message = getattr(settle, "__self__", None)
+
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        channel = getattr(message, "channel", None)
+        if message is not None and channel is not None and getattr(channel, "connection", True) is None:
+            logger.warning("Not settling message %s: its channel closed with the lost broker connection",
+                           getattr(message, "delivery_tag", "?"))  # fmt: skip
+            return None
+        return settle(*args, **kwargs)
+
+    return guarded
 
 
 def _restore_unacked_early(connection: Any) -> None:
