@@ -1,5 +1,6 @@
 """The history table on the agent's page in Chromium: its version column reads as row labels
-(v1, v2 in the body's style), not as a second grey upper-case header column."""
+(v1, v2 in the body's style), not as a second grey upper-case header column, and the last row
+draws no stray line under its label."""
 
 import pytest
 from playwright.sync_api import expect
@@ -25,3 +26,6 @@ def test_the_history_table_version_column_is_a_row_label(page, login, live_serve
     expect(label).to_contain_text("v1")
     style = label.evaluate("e => { const s = getComputedStyle(e); return [s.textTransform, s.backgroundColor]; }")
     assert style == ["none", "rgba(0, 0, 0, 0)"], style
+    # The last row's label draws no bottom line of its own inside the rounded table edge.
+    last = page.locator(".history-table tbody tr:last-child th")
+    assert last.evaluate("e => getComputedStyle(e).borderBottomWidth") == "0px"
