@@ -36,7 +36,7 @@ FILTERS = {
     "failed": "Failed",
     "error": "Error",
     "not_run": "Not run",  # a stopped or failed run's cases that never ran
-    "flaky": "Flaky",
+    "flaky": "Flaky repeats",  # its repeats in this run disagree (across runs: datasets flaky_mark)
 }
 SORTS = {
     "position": "Case order",

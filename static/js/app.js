@@ -47,6 +47,16 @@
       var overflow = tab.offsetLeft - strip.offsetLeft + tab.offsetWidth - strip.clientWidth;
       if (overflow > 0) strip.scrollLeft = overflow + 12;
     });
+    // ...and fade the edge where more tabs are hidden, so a phone user knows to swipe.
+    document.querySelectorAll(".tabs").forEach(function (strip) {
+      var mark = function () {
+        strip.classList.toggle("tabs-more-left", strip.scrollLeft > 2);
+        strip.classList.toggle("tabs-more-right", strip.scrollLeft + strip.clientWidth < strip.scrollWidth - 2);
+      };
+      mark();
+      strip.addEventListener("scroll", mark, { passive: true });
+      window.addEventListener("resize", mark);
+    });
     // A dialog rendered open by the server (e.g. re-shown with form errors).
     document.querySelectorAll("dialog[data-autoopen]").forEach(function (dialog) {
       if (dialog.showModal && !dialog.open) dialog.showModal();

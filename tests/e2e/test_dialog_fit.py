@@ -68,7 +68,7 @@ def test_the_add_case_dialog_keeps_its_buttons_on_screen(
     page.get_by_role("link", name="+ Add test case").first.click()
     dialog = page.locator("dialog[open]")
     expect(dialog).to_be_visible()
-    dialog.get_by_text("Advanced: context, conversation, tools, judging, smoke tests").click()
+    dialog.get_by_text("Advanced: context, conversation, scenario, tools, judging, smoke tests").click()
     expect(dialog.get_by_text("Smoke tests", exact=True)).to_be_attached()
 
     button = dialog.get_by_role("button", name="Add test case")

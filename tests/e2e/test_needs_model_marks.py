@@ -32,7 +32,7 @@ def test_smoke_tests_and_judge_settings_say_they_need_a_model(
     page.goto(f"{live_server.url}/agents/{agent.pk}/datasets/{dataset.pk}/")
     page.get_by_role("link", name="+ Add test case").first.click()
     dialog = page.locator("dialog[open]")
-    dialog.get_by_text("Advanced: context, conversation, tools, judging, smoke tests").click()
+    dialog.get_by_text("Advanced: context, conversation, scenario, tools, judging, smoke tests").click()
     smoke = dialog.locator("label", has_text="Smoke-test paraphrases").locator(".needs-model")
     smoke.scroll_into_view_if_needed()
     expect(smoke).to_be_visible()

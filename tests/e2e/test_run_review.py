@@ -5,6 +5,7 @@ for good. Screenshots go to /tmp/shots-i14a/ for a person to look at."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -140,6 +141,8 @@ def test_on_a_phone_the_run_status_is_above_the_fold_and_the_banner_can_be_hidde
     assert len(tops) == 1, tops  # one line, scrolling sideways
     current = page.locator("nav.tabs [aria-current=page]").bounding_box()
     assert current["x"] >= 0 and current["x"] + current["width"] <= PHONE["width"], current
+    # Configuration is scrolled out on the left: that edge fades, so the user knows to swipe.
+    expect(page.locator("nav.tabs")).to_have_class(re.compile(r"\btabs-more-left\b"))
 
     banner.get_by_role("button", name="Hide this notice").click()
     expect(banner).to_have_count(0)

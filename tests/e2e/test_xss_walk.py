@@ -22,15 +22,17 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 
 from agents import services as agent_services
 from agents.models import Agent
 from datasets.models import Dataset, Document, TestCase
+from playground.models import Exchange
 from reviews.models import Review
 from runs.models import Result, Run, RunCase
-from suggestions.models import Suggestion
+from suggestions.models import RewriteJob, Suggestion
 from tests.datasets import files
 from tests.hostile.corpus import XSS_PAYLOADS
 from tests.security.routes import console_routes
@@ -41,7 +43,7 @@ TEMPLATE_MARK = "tmpl-mark {{ 7*7 }}"
 SHORT = "<img src=x onerror=alert('short')>{{ 7*7 }}"  # fits names (120) and ids (100)
 ALL = "\n".join([*XSS_PAYLOADS, TEMPLATE_MARK])
 # Not visited: they sign out, or serve files or JSON rather than pages (their headers: tests/security).
-SKIPPED_ROUTES = {"accounts:logout", "runs:document_signed", "home", "healthz"}
+SKIPPED_ROUTES = {"accounts:logout", "runs:document_signed", "playground:document_signed", "home", "healthz"}
 # Query strings some views need to show their content: (route name, query).
 EXTRA_VISITS = [
     ("agents:versions", lambda o: {"a": o["version_id"], "b": o["version_2_id"]}),
@@ -142,11 +144,27 @@ def hostile_world(transactional_db, settings, tmp_path: Path, team, alice, bob) 
         offline=True,
     )  # fmt: skip
     suggestion.cases.set(run.cases.all())
+    # An Apply rewrite job whose texts and errors are hostile (the dialog's step 1 and 2).
+    job = RewriteJob.objects.create(
+        run=run, base_version=agent.current_version, suggestion_ids=[suggestion.pk], status=RewriteJob.Status.DONE,
+        fields=[
+            {"name": "instructions", "status": "done", "current": ALL, "text": ALL + " rewritten", "error": ""},
+            {"name": "knowledge", "status": "failed", "current": ALL, "text": "", "error": ALL},
+        ],
+        error=ALL, token="t", queued_at=timezone.now(), finished_at=timezone.now(), requested_by=alice,
+    )  # fmt: skip
+    # A playground turn: hostile message, answer, tool calls and error.
+    exchange = Exchange.objects.create(
+        agent=agent, version=agent.current_version, created_by=alice, message=ALL, status=Exchange.Status.DONE,
+        answer=ALL, tool_calls=[{"name": "lookup_order", "args": {"q": ALL}}], retrieval_context=[ALL],
+        error=ALL, finished_at=timezone.now(),
+    )  # fmt: skip
     return {
         "agent_id": agent.pk, "version_id": version_1, "version_2_id": agent.current_version_id,
         "dataset_id": dataset.pk, "case_id": cases[0].pk, "case_pk": cases[0].pk, "document_id": docx.pk,
         "run_id": run.pk, "run_case_id": run.cases.first().pk, "result_id": run.results.first().pk,
-        "suggestion_id": suggestion.pk, "membership_id": bob.memberships.get().pk, "token_id": 0,
+        "suggestion_id": suggestion.pk, "job_id": job.pk, "exchange_id": exchange.pk,
+        "membership_id": bob.memberships.get().pk, "token_id": 0,
     }  # fmt: skip
 
 

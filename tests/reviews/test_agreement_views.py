@@ -197,3 +197,20 @@ def test_the_api_documents_the_review_endpoints(client):
         "/api/agents/{agent_id}/review-queue",
         "/api/agents/{agent_id}/agreement",
     } <= set(schema["paths"])
+
+
+def test_a_judge_configuration_is_named_once_not_judge_judge(client_alice, reviewed_run):
+    from runs.judging import dataset_judge_config
+
+    config = dataset_judge_config(dataset=reviewed_run.dataset)
+    type(reviewed_run).objects.filter(pk=reviewed_run.pk).update(judge_config=config)
+    reviewed_run.refresh_from_db()
+    pages = {
+        "agreement": client_alice.get(reverse("reviews:agreement", args=[reviewed_run.agent_id])).content.decode(),
+        "agent": client_alice.get(reverse("agents:detail", args=[reviewed_run.agent_id])).content.decode(),
+        "report": exporters.run_export_html(reviewed_run),
+    }
+    for name, page in pages.items():
+        text = " ".join(page.split()).lower()
+        assert config.label in text, name
+        assert "judge judge" not in text and "judge: judge" not in text, name

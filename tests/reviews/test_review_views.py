@@ -7,6 +7,7 @@ from datasets.models import TestCase
 from reviews.models import CaseEdit, Review
 from runs.models import RunCase
 from tests.reviews.conftest import results_of
+from tests.runs.review_helpers import CaseSpec, build_run
 
 
 def _review_url(run, result, name="reviews:review"):
@@ -199,3 +200,17 @@ def test_the_card_page_costs_the_same_queries_with_reviews(client_alice, ten_run
     with CaptureQueriesContext(connection) as after:
         client_alice.get(_run_url(ten_run))
     assert len(after.captured_queries) == len(before.captured_queries)
+
+
+def test_the_queue_shows_a_scenario_by_its_goal_not_an_expected_answer(client_alice, agent, dataset):
+    scenario = {"goal": "Get a refund for order A-1001", "plan": "Ask for a refund.", "max_turns": 4}
+    run = build_run(
+        agent=agent,
+        dataset=dataset,
+        cases=[CaseSpec(question="My order arrived broken.", expected="", data={"scenario": scenario},
+                        repeats=[("fail", 3.0)], answer="I've issued a full refund.")],
+    )  # fmt: skip
+    page = client_alice.get(reverse("reviews:run_queue", args=[agent.pk, run.pk])).content.decode()
+    assert "User's goal" in page and "Get a refund for order A-1001" in page
+    assert "Agent's last reply" in page and "I&#x27;ve issued a full refund." in page
+    assert "(none: judged against the criteria)" not in page

@@ -128,6 +128,9 @@ def test_the_dataset_page_marks_and_filters_flaky_cases(client_alice, agent, dat
     ).content.decode()
     assert "Question 1" in filtered and "Question 0" not in filtered and "Question 2" not in filtered
     assert "1 of 3 test cases is flaky" in filtered
+    # Like a search, the flaky view neither numbers its cases 1, 2... nor offers to move them.
+    assert 'class="move-form"' in page and 'class="move-form"' not in filtered
+    assert '<div class="case-number" aria-hidden="true"></div>' in filtered
 
 
 @pytest.mark.django_db

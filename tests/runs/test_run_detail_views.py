@@ -221,6 +221,8 @@ def test_filter_pills_show_counts(client_alice, mixed_run):
     body = client_alice.get(_url(mixed_run)).content.decode()
     counts = dict(re.findall(r'filter-pill filter-(\w+)".*?<span class="filter-count">(\d+)</span>', body, re.S))
     assert counts == {"all": "4", "passed": "1", "failed": "2", "error": "1", "not_run": "0", "flaky": "1"}
+    # Flaky within the run (its repeats disagree), told apart from the "Flaky · flipped" badge across runs.
+    assert re.search(r'filter-flaky"[^>]*title="[^"]*repeats[^"]*"[^>]*>Flaky repeats <span', body)
 
 
 def test_a_not_run_pill_picks_the_cases_a_stopped_run_never_ran(client_alice, agent, dataset):
