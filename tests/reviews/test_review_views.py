@@ -6,6 +6,7 @@ from django.urls import reverse
 from datasets.models import TestCase
 from reviews.models import CaseEdit, Review
 from runs.models import RunCase
+from tests.factories import TestCaseFactory
 from tests.reviews.conftest import results_of
 from tests.runs.review_helpers import CaseSpec, build_run
 
@@ -214,3 +215,18 @@ def test_the_queue_shows_a_scenario_by_its_goal_not_an_expected_answer(client_al
     assert "User's goal" in page and "Get a refund for order A-1001" in page
     assert "Agent's last reply" in page and "I&#x27;ve issued a full refund." in page
     assert "(none: judged against the criteria)" not in page
+
+
+def test_a_scenario_card_offers_to_correct_its_judge_guideline_not_an_expected_answer(client_alice, agent, dataset):
+    case = TestCaseFactory(dataset=dataset, question="My order arrived broken.", expected_answer="")
+    scenario = {"goal": "Get a refund for order A-1001", "plan": "Ask for a refund.", "max_turns": 4}
+    run = build_run(
+        agent=agent,
+        dataset=dataset,
+        cases=[CaseSpec(question=case.question, expected="", data={"scenario": scenario}, source_case_id=case.pk,
+                        repeats=[("fail", 3.0)], answer="I've issued a full refund.")],
+    )  # fmt: skip
+    page = client_alice.get(_run_url(run)).content.decode()
+    assert "The judge guideline is wrong" in page
+    assert "The expected answer is wrong" not in page
+    assert '<textarea name="expected_answer"' not in page
