@@ -16,7 +16,6 @@ import os
 import random
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from common import knowledge_agent, results_run  # noqa: E402
+from common import django_in_process, knowledge_agent, results_run  # noqa: E402
 from run_all import bench_result  # noqa: E402
 
 CASES, FINISHED, OTHER_RUNS = 5_000, 4_000, 20
@@ -34,26 +33,7 @@ BUDGETS = {"run page": 20, "run page poll": 8, "run list": None, "run list poll"
 
 
 def main() -> None:
-    workdir = Path(tempfile.mkdtemp(prefix="evalsite-bench-5000-"))
-    os.environ.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "evalsite.settings",
-            "DATABASE_URL": f"sqlite:///{workdir / 'bench.sqlite3'}",
-            "DEBUG": "false",
-        }
-    )
-    import django
-
-    django.setup()
-    from django.conf import settings
-    from django.core.management import call_command
-
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
-    }
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
-    call_command("migrate", verbosity=0)
+    django_in_process("evalsite-bench-5000-")
     _measure_all(*_data())
 
 

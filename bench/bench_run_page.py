@@ -12,18 +12,16 @@ Figures only; nothing is asserted (the query counts are asserted in the tests).
 """
 
 import gzip
-import os
 import random
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from common import knowledge_agent, results_run  # noqa: E402
+from common import django_in_process, knowledge_agent, results_run  # noqa: E402
 from run_all import bench_result  # noqa: E402
 
 POLLS = 200
@@ -32,27 +30,7 @@ CASES, FINISHED = 1_200, 1_000
 
 
 def main() -> None:
-    workdir = Path(tempfile.mkdtemp(prefix="evalsite-bench-page-"))
-    os.environ.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "evalsite.settings",
-            "DATABASE_URL": f"sqlite:///{workdir / 'bench.sqlite3'}",
-            "DEBUG": "false",
-        }
-    )
-    import django
-
-    django.setup()
-    from django.conf import settings
-    from django.core.management import call_command
-
-    # Plain static names (no manifest from an earlier collectstatic) and no Redis-backed cache.
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
-    }
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
-    call_command("migrate", verbosity=0)
+    django_in_process("evalsite-bench-page-")
     running, completed, user = _runs()
 
     from django.test import Client

@@ -147,6 +147,33 @@ class MemorySampler(threading.Thread):
         self.join()
 
 
+def django_in_process(prefix: str) -> Path:
+    """Django set up in this process on a fresh SQLite file (migrated), with plain static names
+    (no manifest from an earlier collectstatic) and a local-memory cache: for benches that time
+    requests through the test client. Returns the scratch folder."""
+    workdir = Path(tempfile.mkdtemp(prefix=prefix))
+    os.environ.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "evalsite.settings",
+            "DATABASE_URL": f"sqlite:///{workdir / 'bench.sqlite3'}",
+            "DEBUG": "false",
+        }
+    )
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    call_command("migrate", verbosity=0)
+    return workdir
+
+
 def results_run(agent: Any, dataset: Any, *, cases: int, finished: int, status: str) -> Any:
     """A run of `cases` cases of which the first `finished` have results (3 in 4 pass),
     the rest pending: what a run page with 1,000 cards is built from."""
