@@ -41,7 +41,9 @@ SIMULATOR_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "action": {"type": "string", "enum": ["say", "end"]},
-        "message": {"type": "string", "maxLength": 4000},
+        # llama.cpp turns maxLength into a grammar rule per character: 4,000 crashed its parser
+        # (tests/realmodel); the judge's 1,000 is within its limits. A user turn is shorter anyway.
+        "message": {"type": "string", "maxLength": 1000},
         "goal_reached": {"type": "boolean"},
         "reason": {"type": "string", "maxLength": 500},
     },

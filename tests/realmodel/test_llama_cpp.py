@@ -166,3 +166,36 @@ def test_a_two_case_run_with_the_llm_judge_completes_within_its_bounds(
             assert result.status in (Result.Status.PASS, Result.Status.FAIL)
             assert result.score is not None and 0 <= result.score <= 10
         assert result.duration_ms is None or result.duration_ms <= bound * 1000
+
+
+# The structured answers added with scenarios and rule coverage: llama.cpp turns each schema
+# into its grammar (json_object + schema), so what SmolLM2 writes must validate against it.
+NEW_SCHEMAS = {
+    "simulator": (
+        "simulator",
+        "You play a customer whose goal is a refund for order A-1. Reply with JSON: the next message or the end.",
+    ),
+    "scenario judge": ("judge", "Grade this conversation against the user's goal (a refund) and say the failing turn."),
+    "coverage rules": ("coverage", "Rewrite as testable rules: Refunds are possible within 30 days."),
+    "coverage links": ("coverage", "Rules: K-1: refunds within 30 days. Case 1: Can I get a refund? Map the cases."),
+}
+
+
+@pytest.mark.parametrize("name", list(NEW_SCHEMAS))
+def test_the_new_structured_answers_validate_in_llama_cpps_dialect(real_llm, name):
+    from datasets.coverage import LINKS_SCHEMA, RULES_SCHEMA
+    from runs.scenario_scoring import SCENARIO_JUDGE_SCHEMA
+    from runs.simulator import SIMULATOR_SCHEMA
+
+    schema = {
+        "simulator": SIMULATOR_SCHEMA,
+        "scenario judge": SCENARIO_JUDGE_SCHEMA,
+        "coverage rules": RULES_SCHEMA,
+        "coverage links": LINKS_SCHEMA,
+    }[name]
+    task, prompt = NEW_SCHEMAS[name]
+
+    result = llm.complete_json([{"role": "user", "content": prompt}], schema=schema, task=task, temperature=0)
+
+    jsonschema.validate(result.data, schema)
+    assert result.json_mode == "llama_cpp"
