@@ -63,7 +63,7 @@ def _profile(args: argparse.Namespace) -> None:
     from evalsite import llm
     from runs.models import Result
     from runs.services import run_execute_case, run_start
-    from runs.tasks import _preload_litellm
+    from evalsite.celery import _preload_litellm
     from tests.factories import AgentFactory, TeamFactory
 
     _preload_litellm()
