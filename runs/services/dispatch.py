@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from decimal import Decimal
 
+from django.db.models import Case, Value, When
 from django.utils import timezone
 
 from evalsite.enqueue import after_commit, enqueue_on_commit
@@ -31,20 +32,32 @@ def queue_pending(run_id: int, slots: int) -> int:
         .order_by("id")
         .values_list("id", flat=True)[:slots]
     )
-    if ids:
-        token = uuid.uuid4().hex
-        Result.objects.filter(pk__in=ids, status=Result.Status.PENDING).update(
-            status=Result.Status.QUEUED, token=token, queued_at=timezone.now()
-        )
-        enqueue_cases(ids, token)
+    queue(ids, status=Result.Status.PENDING)
     return len(ids)
 
 
-def enqueue_cases(result_ids: list[int], token: str) -> None:
+def queue(result_ids: list[int], *, status: str | tuple[str, ...]) -> None:
+    """Queue these results (still in `status`), each with a token of its own, and send their
+    messages after commit. A token names one lane of the window: the task that claims the
+    result keeps it for the cases it runs after it (runs/services/execution.py)."""
+    if not result_ids:
+        return
+    tokens = {result_id: uuid.uuid4().hex for result_id in result_ids}
+    statuses = (status,) if isinstance(status, str) else status
+    Result.objects.filter(pk__in=result_ids, status__in=statuses).update(
+        status=Result.Status.QUEUED,
+        token=Case(*(When(pk=result_id, then=Value(token)) for result_id, token in tokens.items())),
+        queued_at=timezone.now(),
+    )
+    enqueue_cases(tokens)
+
+
+def enqueue_cases(tokens: dict[int, str]) -> None:
+    """Send one task message per (result id, token), after commit."""
     from runs.tasks import run_execute_case as run_execute_case_task
 
     def send() -> None:
-        for result_id in result_ids:
+        for result_id, token in tokens.items():
             run_execute_case_task.delay(result_id, token)
 
     # Robust: if Redis is down the rows stay queued and the reaper sends them again.

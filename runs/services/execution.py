@@ -1,10 +1,20 @@
-"""Executing one case: claim it, keep the claim fresh, run it, save it with the counters, refill the window."""
+"""Executing a run's cases: claim one, keep the claim fresh, run it, save it with the counters, go on.
+
+A case task is a lane of the run's window: after saving its case it claims the run's next
+pending case in the same transaction (under the run row's lock, so the window is never
+overfilled) and runs it in the same process, without a round trip through Redis. The lane
+keeps its token for every case it claims, so the task's message, redelivered after its pool
+child died, takes up whichever case the lane was running. After EVALSITE_RUN_LANE_SECONDS
+a lane hands its slot on through a new task message instead, so a case never starts late
+in a task's time limit.
+"""
 
 from __future__ import annotations
 
 import functools
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -12,7 +22,7 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import DatabaseError, connections, transaction
-from django.db.models import F
+from django.db.models import F, QuerySet, Subquery
 from django.utils import timezone
 
 from agents.adapters import AgentConfigError
@@ -31,14 +41,25 @@ MAX_CASE_ATTEMPTS = 3
 
 
 def run_execute_case(*, result_id: int, token: str, retry: bool = False) -> None:
-    """Claim, run and save one result. A message whose token is stale finds nothing to do.
+    """Claim, run and save the message's case, then the run's next pending cases (a lane).
 
-    `retry` is the task retrying its own database error: the claim is taken up again
-    without counting an attempt, since `attempts` counts workers lost on this case.
+    A message whose token is stale finds nothing to do. `retry` is the task retrying its own
+    database error: the claim is taken up again without counting an attempt, since
+    `attempts` counts workers lost on this case.
     """
+    hand_on_at = time.monotonic() + settings.EVALSITE_RUN_LANE_SECONDS
     result = _result_claim(result_id, token, count_attempt=not retry)
-    if result is None or budget.claim_over_budget(result, token):
+    if result is None:
         return
+    with _claim_heartbeat(result.run_id, token):
+        while result is not None:
+            result = _case_run(result, token, chain=time.monotonic() < hand_on_at)
+
+
+def _case_run(result: Result, token: str, *, chain: bool) -> Result | None:
+    """Run one claimed case and save it; the lane's next claimed case, if it goes on."""
+    if budget.claim_over_budget(result, token):
+        return None
     run = result.run
     if result.attempts > 1:
         logger.warning("Result %s of run %s taken up again (attempt %d)", result.pk, run.pk, result.attempts)
@@ -53,11 +74,10 @@ def run_execute_case(*, result_id: int, token: str, retry: bool = False) -> None
         outcome = engine.Outcome(status=Result.Status.ERROR, question=result.question, error=message)
     else:
         try:
-            with _claim_heartbeat(result.pk, token):
-                outcome = engine.execute(result, run, _version(run.agent_version_id))
+            outcome = engine.execute(result, run, _version(run.agent_version_id))
         except AgentConfigError as error:
             run_fail(run_id=run.pk, message=error.message)
-            return
+            return None
         except SoftTimeLimitExceeded:
             message = "The case took longer than the task time limit and was stopped."
             outcome = engine.Outcome(status=Result.Status.ERROR, question=result.question, error=message)
@@ -67,24 +87,55 @@ def run_execute_case(*, result_id: int, token: str, retry: bool = False) -> None
             logger.exception("Case result=%s of run=%s failed unexpectedly", result.pk, run.pk)
             message = "An internal error stopped this case. The details are in the worker log."
             outcome = engine.Outcome(status=Result.Status.ERROR, question=result.question, error=message)
-    _result_save(result, token, outcome)
+    next_id = _result_save(result, token, outcome, chain=chain)
+    return _claimed(Result.objects.filter(pk=next_id)) if next_id else None
 
 
 def _result_claim(result_id: int, token: str, *, count_attempt: bool = True) -> Result | None:
     # Running with the same token is our own message coming back (a retry after a database
-    # error, or a redelivery after the pool child died): take it up again.
+    # error, or a redelivery after the pool child died): take up the case its lane was on,
+    # which is the message's own case or one the lane claimed after it.
     attempts = F("attempts") + 1 if count_attempt else F("attempts")
-    claimed = Result.objects.filter(pk=result_id, token=token, status__in=Result.IN_FLIGHT_STATUSES).update(
+    lane = Result.objects.filter(
+        run_id=Subquery(Result.objects.filter(pk=result_id).values("run_id")),
+        token=token,
+        status__in=Result.IN_FLIGHT_STATUSES,
+    )
+    claimed = lane.update(
         status=Result.Status.RUNNING, claimed_at=timezone.now(), attempts=attempts, claimed_by=workers.WORKER_ID
     )
-    if not claimed:
+    return _claimed(lane) if claimed else None
+
+
+def _claimed(results: QuerySet[Result]) -> Result | None:
+    return results.select_related("case", "run__agent").order_by("-id").first()
+
+
+def _next_claim(run_id: int, token: str) -> int | None:
+    """Claim the run's next pending case for this lane; the caller holds the run row's lock."""
+    next_id = (
+        Result.objects.filter(run_id=run_id, status=Result.Status.PENDING)
+        .order_by("id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    if next_id is None:
         return None
-    return Result.objects.select_related("case", "run__agent").get(pk=result_id)
+    now = timezone.now()
+    claimed = Result.objects.filter(pk=next_id, status=Result.Status.PENDING).update(
+        status=Result.Status.RUNNING,
+        token=token,
+        queued_at=now,
+        claimed_at=now,
+        attempts=F("attempts") + 1,
+        claimed_by=workers.WORKER_ID,
+    )
+    return next_id if claimed else None
 
 
 @contextmanager
-def _claim_heartbeat(result_id: int, token: str) -> Iterator[None]:
-    """Keep the claim fresh while the case runs, so the reaper can tell a slow case from a
+def _claim_heartbeat(run_id: int, token: str) -> Iterator[None]:
+    """Keep the lane's claim fresh while it runs, so the reaper can tell a slow case from a
     dead worker: a claim not refreshed for EVALSITE_STALE_CLAIM_SECONDS belongs to a worker
     that was killed (kill -9, OOM) and is re-queued; a live one beats 4 times in that span."""
     interval = max(1.0, settings.EVALSITE_STALE_CLAIM_SECONDS / 4)
@@ -93,15 +144,15 @@ def _claim_heartbeat(result_id: int, token: str) -> Iterator[None]:
     def beat() -> None:
         try:
             while not done.wait(interval):
-                Result.objects.filter(pk=result_id, token=token, status=Result.Status.RUNNING).update(
+                Result.objects.filter(run_id=run_id, token=token, status=Result.Status.RUNNING).update(
                     claimed_at=timezone.now()
                 )
         except Exception:  # a missed beat only risks a needless re-queue, never a wrong result
-            logger.warning("Heartbeat of result %s failed", result_id, exc_info=True)
+            logger.warning("Heartbeat of run %s lane %s failed", run_id, token, exc_info=True)
         finally:
             connections.close_all()  # this thread's own connection
 
-    thread = threading.Thread(target=beat, name=f"claim-heartbeat-{result_id}", daemon=True)
+    thread = threading.Thread(target=beat, name=f"claim-heartbeat-{run_id}", daemon=True)
     thread.start()
     try:
         yield
@@ -116,8 +167,11 @@ def _version(version_id: int) -> AgentVersion:
     return AgentVersion.objects.select_related("agent").get(pk=version_id)
 
 
-def _result_save(result: Result, token: str, outcome: engine.Outcome) -> None:
-    """Save the outcome, bump the run's counters and refill the window, all in one transaction."""
+def _result_save(result: Result, token: str, outcome: engine.Outcome, *, chain: bool = False) -> int | None:
+    """Save the outcome, bump the run's counters and refill the window, all in one transaction.
+
+    The freed slot goes to the run's next pending case: claimed here for this lane when
+    `chain` (its id is returned), else queued for a new task message."""
     with transaction.atomic():
         run = Run.objects.select_for_update().only("id", "status", "concurrency").get(pk=result.run_id)
         saved = Result.objects.filter(pk=result.pk, token=token, status=Result.Status.RUNNING).update(
@@ -146,7 +200,7 @@ def _result_save(result: Result, token: str, outcome: engine.Outcome) -> None:
             finished_at=timezone.now(),
         )
         if not saved:
-            return  # re-queued by the reaper or skipped by Stop meanwhile: the other copy counts
+            return None  # re-queued by the reaper or skipped by Stop meanwhile: the other copy counts
         counters: dict[str, Any] = {
             "completed": F("completed") + 1,
             "agent_tokens": F("agent_tokens") + outcome.agent_tokens,
@@ -165,7 +219,13 @@ def _result_save(result: Result, token: str, outcome: engine.Outcome) -> None:
         budget.run_stop_at_cap(run, cap=result.run.budget_cap)  # reached: Stopped, the slot is not handed on
         # This case freed one slot: hand it to the next pending case. One for one keeps the
         # window full without counting it (the reaper counts, under the same lock).
-        if run.is_active and queue_pending(run.pk, 1):
-            return
+        if run.is_active:
+            if chain:
+                next_id = _next_claim(run.pk, token)
+                if next_id is not None:
+                    return next_id
+            elif queue_pending(run.pk, 1):
+                return None
         if not Result.objects.filter(run_id=run.pk, status__in=Result.IN_FLIGHT_STATUSES).exists():
             enqueue_finish(run.pk)  # nothing pending, nothing in flight: the run is done
+    return None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -14,7 +13,7 @@ from django.utils import timezone
 
 from evalsite import llm, workers
 from runs.models import Result, Run
-from runs.services.dispatch import enqueue_cases, enqueue_finish, fill_window
+from runs.services.dispatch import enqueue_finish, fill_window, queue
 
 logger = logging.getLogger(__name__)
 
@@ -67,12 +66,8 @@ def _run_reconcile(run_id: int, claim_cutoff: Any, queue_cutoff: Any, live_worke
             stale |= Q(status=Result.Status.RUNNING) & ~Q(claimed_by="") & ~Q(claimed_by__in=live_workers)
         stale_ids = list(Result.objects.filter(stale, run=run).values_list("id", flat=True))
         if stale_ids:
-            # A new token: if the old message or worker ever comes back, its claim or save finds nothing.
-            token = uuid.uuid4().hex
-            Result.objects.filter(pk__in=stale_ids, status__in=Result.IN_FLIGHT_STATUSES).update(
-                status=Result.Status.QUEUED, token=token, queued_at=timezone.now()
-            )
-            enqueue_cases(stale_ids, token)
+            # New tokens: if the old message or worker ever comes back, its claim or save finds nothing.
+            queue(stale_ids, status=Result.IN_FLIGHT_STATUSES)
             logger.warning("Reaper re-queued %d stale case(s) of run %s", len(stale_ids), run_id)
         queued, in_flight = fill_window(run)
         if queued == 0 and in_flight == 0:

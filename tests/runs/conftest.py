@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.test import override_settings
 
 from agents.models import Agent
 from runs import services
@@ -65,6 +66,20 @@ def drive(run: Run, *, limit: int = 1000) -> Run:
     services.run_finish(run_id=run.pk)
     run.refresh_from_db()
     return run
+
+
+def execute_one(run: Run) -> Result:
+    """Execute the run's oldest queued case and only it, its freed slot queued for a new message.
+
+    A case task normally goes on with the run's next pending cases (a lane of the window);
+    a lane time of 0 stops it after one case, for tests that look at a run between cases.
+    """
+    queued = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
+    assert queued is not None, f"run {run.pk} has no queued case"
+    with override_settings(EVALSITE_RUN_LANE_SECONDS=0):
+        services.run_execute_case(result_id=queued.pk, token=queued.token)
+    queued.refresh_from_db()
+    return queued
 
 
 def wait_settled(run: Run, *, timeout: float = 120, worker: Any = None) -> Run:

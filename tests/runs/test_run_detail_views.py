@@ -11,7 +11,7 @@ from django_htmx.http import HTMX_STOP_POLLING
 from runs import selectors, services
 from runs.models import Result, Run
 from tests.factories import DatasetFactory
-from tests.runs.conftest import drive
+from tests.runs.conftest import drive, execute_one
 from tests.runs.review_helpers import XSS, CaseSpec, build_run, finish_case
 
 pytestmark = pytest.mark.django_db
@@ -41,9 +41,7 @@ def engine_run(make_dataset, agent, alice, no_llm):
 
 
 def _execute_next(run):
-    queued = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
-    services.run_execute_case(result_id=queued.pk, token=queued.token)
-    return queued
+    return execute_one(run)
 
 
 # ---- the summary -------------------------------------------------------------------

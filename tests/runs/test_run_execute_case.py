@@ -28,7 +28,25 @@ def test_a_knowledge_run_completes_with_the_offline_scorer(make_dataset, alice, 
     assert {row["name"] for row in result.scorers} == {"jaccard", "rouge_l"}
 
 
-def test_saving_a_case_queues_the_next_pending_one(make_dataset, alice, no_llm):
+def test_a_case_task_goes_on_with_the_runs_next_pending_cases(make_dataset, alice, no_llm):
+    run = _start(make_dataset(5), alice)
+    first = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
+
+    services.run_execute_case(result_id=first.pk, token=first.token)
+
+    # Its lane of the window claimed the 4th and 5th cases after it (the 2nd and 3rd are the
+    # other lanes' messages), each under its own token, with no message through Redis.
+    rows = list(Result.objects.filter(run=run).order_by("id").values_list("status", "token", "attempts"))
+    assert [status for status, _, _ in rows] == ["pass", "queued", "queued", "pass", "pass"]
+    assert {token for status, token, _ in rows if status == "pass"} == {first.token}
+    assert [attempts for _, _, attempts in rows] == [1, 0, 0, 1, 1]
+    run.refresh_from_db()
+    assert (run.status, run.completed) == (Run.Status.RUNNING, 3)
+    assert drive(run).status == Run.Status.COMPLETED
+
+
+def test_after_its_lane_time_a_task_hands_its_slot_on_through_a_new_message(make_dataset, alice, no_llm, settings):
+    settings.EVALSITE_RUN_LANE_SECONDS = 0
     run = _start(make_dataset(5), alice)
     first = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
 
@@ -37,8 +55,31 @@ def test_saving_a_case_queues_the_next_pending_one(make_dataset, alice, no_llm):
     statuses = list(Result.objects.filter(run=run).order_by("id").values_list("status", flat=True))
     assert statuses == ["pass", "queued", "queued", "queued", "pending"]
     run.refresh_from_db()
-    assert run.status == Run.Status.RUNNING
-    assert run.completed == 1
+    assert (run.status, run.completed) == (Run.Status.RUNNING, 1)
+
+
+def test_every_queued_case_has_a_token_of_its_own(make_dataset, alice, no_llm):
+    run = _start(make_dataset(5), alice)
+    tokens = list(Result.objects.filter(run=run, status=Result.Status.QUEUED).values_list("token", flat=True))
+    assert len(tokens) == 3 and len(set(tokens)) == 3 and all(tokens)
+
+
+def test_a_redelivered_message_takes_up_the_case_its_lane_was_on(make_dataset, alice, no_llm):
+    run = _start(make_dataset(5), alice)
+    first = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
+    services.run_execute_case(result_id=first.pk, token=first.token)
+    # Say the lane's pool child died while it ran the 4th case: it is still running under the
+    # lane's token, and the task's message comes back (late ack, rejected on worker loss).
+    fourth = Result.objects.filter(run=run).order_by("id")[3]
+    Result.objects.filter(pk=fourth.pk).update(status=Result.Status.RUNNING, actual_answer="", score=None)
+    Run.objects.filter(pk=run.pk).update(completed=2, passed=2)
+
+    services.run_execute_case(result_id=first.pk, token=first.token)
+
+    fourth.refresh_from_db()
+    assert (fourth.status, fourth.attempts) == (Result.Status.PASS, 2)
+    run.refresh_from_db()
+    assert run.completed == 3  # the 4th counted once; the 1st and 5th were not run again
 
 
 def test_a_duplicate_message_does_nothing(make_dataset, alice, no_llm):

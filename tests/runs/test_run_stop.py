@@ -1,17 +1,19 @@
+import threading
+
 import pytest
 from django.core.exceptions import ValidationError
 
 from runs import services
 from runs.models import Result, Run
-from tests.runs.conftest import drive
+from tests.runs.conftest import drive, execute_one
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.django_db
 
 
 def test_stop_skips_what_has_not_started_and_keeps_what_finished(make_dataset, alice, no_llm):
     run = services.run_start(agent=(dataset := make_dataset(6)).agent, dataset=dataset, user=alice)
-    first = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
-    services.run_execute_case(result_id=first.pk, token=first.token)
+    execute_one(run)
 
     run = services.run_stop(run=run)
 
@@ -54,8 +56,7 @@ def test_a_finished_run_cannot_be_stopped(make_dataset, alice, no_llm):
 
 def test_a_stopped_runs_summary_never_says_its_figures_are_complete(make_dataset, alice, no_llm):
     run = services.run_start(agent=(dataset := make_dataset(4)).agent, dataset=dataset, user=alice)
-    first = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
-    services.run_execute_case(result_id=first.pk, token=first.token)
+    execute_one(run)
     run = drive(services.run_stop(run=run))
     assert "complete" not in run.summary_note
     assert run.summary_note == (
@@ -67,8 +68,26 @@ def test_a_stopped_runs_summary_never_says_its_figures_are_complete(make_dataset
 def test_a_stopped_runs_llm_summary_is_told_the_run_was_cut_short(make_dataset, alice, fake_llm):
     fake_llm.add_rule(task="summary", reply="Stopped early; one case passed.")
     run = services.run_start(agent=(dataset := make_dataset(3)).agent, dataset=dataset, user=alice)
-    first = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
-    services.run_execute_case(result_id=first.pk, token=first.token)
+    execute_one(run)
     drive(services.run_stop(run=run))
     prompt = [r for r in fake_llm.requests if r.task == "summary"][0].text
     assert "The run was stopped before it finished: 2 of its 3 results were not run" in prompt
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lane_in_flight_at_stop_finishes_its_case_and_starts_no_other(make_dataset, alice, fake_llm):
+    from agents.models import Agent
+
+    fake_llm.add_rule(task="agent", reply="Refunds are available within 30 days.", delay=1.0)
+    run = services.run_start(agent=(dataset := make_dataset(6, kind=Agent.Kind.LLM)).agent, dataset=dataset, user=alice)
+    first = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
+    lane = threading.Thread(target=services.run_execute_case, kwargs={"result_id": first.pk, "token": first.token})
+    lane.start()
+    wait_for(lambda: fake_llm.count("agent", run=run.pk) == 1, timeout=30, what="the lane's first agent call")
+
+    services.run_stop(run=run)
+    lane.join(timeout=60)
+
+    statuses = list(Result.objects.filter(run=run).order_by("id").values_list("status", flat=True))
+    assert statuses == ["pass"] + ["skipped"] * 5
+    assert fake_llm.count("agent", run=run.pk) == 1  # the lane did not go on after the stop
