@@ -67,6 +67,7 @@ def _case_run(result: Result, token: str, *, chain: bool) -> Result | None:
         Run.objects.filter(pk=run.pk, status=Run.Status.PENDING).update(
             status=Run.Status.RUNNING, started_at=timezone.now()
         )
+        run.status = Run.Status.RUNNING
     if result.attempts > MAX_CASE_ATTEMPTS:
         message = (
             f"Not scored: the worker running this case stopped {MAX_CASE_ATTEMPTS} times (killed or out of memory)."
@@ -88,7 +89,13 @@ def _case_run(result: Result, token: str, *, chain: bool) -> Result | None:
             message = "An internal error stopped this case. The details are in the worker log."
             outcome = engine.Outcome(status=Result.Status.ERROR, question=result.question, error=message)
     next_id = _result_save(result, token, outcome, chain=chain)
-    return _claimed(Result.objects.filter(pk=next_id)) if next_id else None
+    if next_id is None:
+        return None
+    # The lane's next case, of the same run: what the engine reads of the run (its agent,
+    # version, scoring) never changes, and it was active when the case was claimed.
+    following = Result.objects.select_related("case").get(pk=next_id)
+    following.run = run
+    return following
 
 
 def _result_claim(result_id: int, token: str, *, count_attempt: bool = True) -> Result | None:
