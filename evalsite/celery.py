@@ -1,9 +1,18 @@
 import gc
+import inspect
 import logging
 import os
+import time
+from types import ModuleType
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun, worker_init, worker_shutdown
+from celery.signals import (
+    task_postrun,
+    task_prerun,
+    worker_before_create_process,
+    worker_init,
+    worker_shutdown,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
 
@@ -53,6 +62,10 @@ def _preload_litellm(**kwargs: object) -> None:
     lazily, every pool child pays that on its first case at the same moment and a run's
     first window stalls. A mocked completion (no network) loads those modules too. The
     services the tasks import lazily (the engine, adapters, scorers) are loaded here too.
+
+    What a child's first case still loaded on its own, each child again, is loaded here as
+    well (_warm_up_first_case): memory a child allocates or writes lands on pages it then no
+    longer shares, so each of these cost every child (bench/bench_worker_memory.py).
     """
     import datasets.services  # noqa: F401
     import runs.services  # noqa: F401
@@ -61,8 +74,63 @@ def _preload_litellm(**kwargs: object) -> None:
 
     try:
         llm.warm_up()
+        _warm_up_first_case()
     except Exception:  # a warm-up must never stop the worker from starting
         logger.warning("litellm warm-up failed; the first cases will start slower", exc_info=True)
-    # Everything loaded so far lives as long as the worker: keep the garbage collector off
-    # it, so pool children don't copy those pages on their first collection.
+    _freeze()
+
+
+@worker_before_create_process.connect
+def _freeze(**kwargs: object) -> None:
+    """Keep the garbage collector off everything loaded so far: it lives as long as the worker.
+
+    Called after the warm-up and again right before each pool child is forked, so what the
+    worker's main process built after worker_init (the consumer, the pool) is frozen too, and
+    no child's first collection writes to (and so copies) the pages it shares with the others.
+    """
     gc.freeze()
+
+
+def _warm_up_first_case() -> None:
+    """What a case's first model calls load, without leaving this machine.
+
+    One real chat completion and one with a JSON schema against a throwaway HTTP server on
+    the loopback interface: the HTTP stack (httpcore, h11), litellm's response parsing, cost
+    lookup and provider modules, and its cached SSL context (created once per process,
+    shared by the children when made here). jsonschema (with its metaschemas) and the
+    validator the judge's answers are checked with. Clients created for the throwaway
+    server are closed and forgotten, so no child inherits their sockets.
+    """
+    from evalsite import llm
+    from evalsite.worker_warmup import loopback_server
+
+    llm.parse_json_answer('{"ok": true}', {"type": "object", "properties": {"ok": {"type": "boolean"}}})
+    litellm = llm.litellm_module()  # the gateway imports litellm; its submodules are reached from it
+    litellm.llms.custom_httpx.http_handler.get_ssl_configuration()  # cached for every HTTPS client
+    with loopback_server() as base_url:
+        call = {"model": "openai/warm-up", "api_base": base_url, "api_key": "warm-up", "max_retries": 0, "timeout": 10}
+        messages = [{"role": "user", "content": "warm-up"}]
+        litellm.completion(messages=messages, **call)
+        schema = {"name": "warm_up", "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}
+        litellm.completion(messages=messages, response_format={"type": "json_schema", "json_schema": schema}, **call)
+    # litellm builds its provider config map (importing the modules of every provider it
+    # maps) on the first model info lookup of a model it does not price, which its logging
+    # thread does after a child's first call. A provider it does not answer early for builds it.
+    litellm.ProviderConfigManager.get_provider_chat_config(model="warm-up", provider=litellm.LlmProviders.ANTHROPIC)
+    _logging_drained(litellm)
+    cache = litellm.in_memory_llm_clients_cache
+    for client in list(cache.cache_dict.values()):
+        close = getattr(client, "close", None)
+        if callable(close) and not inspect.iscoroutinefunction(close):
+            close()
+    cache.flush_cache()
+
+
+def _logging_drained(litellm: ModuleType, timeout: float = 5.0) -> None:
+    """Wait (bounded) until litellm's logging thread has handled the warm-up calls: a fork
+    while it is importing or holding a lock would hand the children that state."""
+    executor = litellm.litellm_core_utils.thread_pool_executor.executor
+    slots, total = getattr(executor, "_pending_slots", None), getattr(executor, "_max_pending_tasks", None)
+    deadline = time.monotonic() + timeout
+    while slots is not None and getattr(slots, "_value", total) != total and time.monotonic() < deadline:
+        time.sleep(0.01)
