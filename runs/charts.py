@@ -61,6 +61,12 @@ def score_histogram(scores: list[float], *, threshold: float) -> Chart:
     counts = [0] * 11
     for score in scores:
         counts[min(10, max(0, int(score)))] += 1
+    return score_histogram_of_bins(counts, threshold=threshold)
+
+
+def score_histogram_of_bins(counts: list[int], *, threshold: float) -> Chart:
+    """`score_histogram` from the count per bin 0-10 (runs.selectors.run_score_bins)."""
+    total = sum(counts)
     width, height, top, bottom, left = 440, 190, 14, 26, 30
     plot_w, plot_h = width - left - 6, height - top - bottom
     peak = max(counts) or 1
@@ -68,7 +74,7 @@ def score_histogram(scores: list[float], *, threshold: float) -> Chart:
     chart = Chart(
         title="Score distribution",
         description=(
-            f"Histogram of {len(scores)} scores from 0 to 10. "
+            f"Histogram of {total} scores from 0 to 10. "
             + ", ".join(f"{count} scored {score}" for score, count in enumerate(counts) if count)
             + f". Scores of {threshold:g} and above pass."
         ),
@@ -76,9 +82,9 @@ def score_histogram(scores: list[float], *, threshold: float) -> Chart:
         height=height,
         headers=("Score", "Results"),
         baseline=top + plot_h,
-        total=len(scores),
+        total=total,
     )
-    if not scores:
+    if not total:
         return chart
     for score, count in enumerate(counts):
         bar_h = plot_h * count / peak
@@ -107,14 +113,19 @@ def _ticks(peak: int) -> list[int]:
 
 def tag_pass_rates(outcomes: list[CaseOutcome]) -> Chart:
     """Pass rate of the scored cases per tag, the most used tags first."""
+    return tag_pass_rates_of_counts([(outcome.tags, outcome.status, 1) for outcome in outcomes])
+
+
+def tag_pass_rates_of_counts(groups: list[tuple[list[str], str, int]]) -> Chart:
+    """`tag_pass_rates` from (tags, case status, cases) groups (runs.selectors.tag_outcome_counts)."""
     totals: dict[str, list[int]] = {}
-    for outcome in outcomes:
-        if outcome.status not in (CASE_PASS, CASE_FAIL, CASE_ERROR):
+    for tags, status, cases in groups:
+        if status not in (CASE_PASS, CASE_FAIL, CASE_ERROR):
             continue
-        for tag in outcome.tags or [UNTAGGED]:
+        for tag in tags or [UNTAGGED]:
             passed_total = totals.setdefault(tag, [0, 0])
-            passed_total[0] += outcome.status == CASE_PASS
-            passed_total[1] += 1
+            passed_total[0] += cases if status == CASE_PASS else 0
+            passed_total[1] += cases
     tagged = [tag for tag in totals if tag != UNTAGGED]
     chosen = sorted(tagged, key=lambda tag: (-totals[tag][1], tag.lower()))[:MAX_TAGS]
     if UNTAGGED in totals and tagged:

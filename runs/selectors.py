@@ -9,42 +9,46 @@ same number of queries whether the run has 10 results or 10,000.
 
 from __future__ import annotations
 
-import base64
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db import connections
 from django.db.models import Case, Count, F, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
+from django.db.models.functions import Floor
 from django.shortcuts import get_object_or_404
 
 from agents.models import Agent
 from runs.models import DatasetBaseline, Result, Run, RunCase
 
-# Case-level statuses. A case passes only when every repeat passed; otherwise the worst
-# finished status wins (error over fail), as in case_outcomes.
-CASE_PASS, CASE_FAIL, CASE_ERROR = "pass", "fail", "error"
-CASE_SKIPPED = "skipped"  # no repeat ran (the run was stopped or failed first)
-CASE_PENDING = "pending"  # something of the case is still to run
-_UNFINISHED = (Result.Status.PENDING, *Result.IN_FLIGHT_STATUSES)
+# A case's outcome, the run page's pages and counts, and the poll's cursor live in
+# runs/outcomes.py; every caller reads them from here.
+from runs.outcomes import (  # noqa: F401 (re-exported)
+    CARDS_PER_PAGE,
+    CASE_ERROR,
+    CASE_FAIL,
+    CASE_PASS,
+    CASE_PENDING,
+    CASE_SKIPPED,
+    FILTERS,
+    SORTS,
+    CaseOutcome,
+    CasePage,
+    StatusCounts,
+    case_counts,
+    case_filter_counts,
+    case_outcome_list,
+    case_outcome_range,
+    case_outcomes,
+    case_page,
+    case_page_read,
+    one_result_per_case,
+    run_status_counts,
+    seen_decode,
+    seen_encode,
+)
 
-FILTERS = {
-    "all": "All",
-    "passed": "Passed",
-    "failed": "Failed",
-    "error": "Error",
-    "not_run": "Not run",  # a stopped or failed run's cases that never ran
-    "flaky": "Flaky repeats",  # its repeats in this run disagree (across runs: datasets flaky_mark)
-}
-SORTS = {
-    "position": "Case order",
-    "score": "Lowest score first",
-    "-score": "Highest score first",
-    "duration": "Slowest first",
-}
-CARDS_PER_PAGE = 100
 # Relations the result cards show that belong to apps above runs (the reviews app adds a
 # result's reviews and the case's current dataset row). Apps append here in their
 # AppConfig.ready(); runs never imports them. Each prefetch is one query per page of cards.
@@ -69,6 +73,21 @@ def run_get(*, agent: Agent, run_id: int, with_baseline: bool = False) -> Run:
     """The agent's run, or 404. `with_baseline` annotates `baseline_run_id`, its dataset's
     pinned baseline (None when there is none), in the same query: the run page's baseline box."""
     runs = run_list(agent=agent)
+    if with_baseline:
+        pinned = DatasetBaseline.objects.filter(dataset_id=OuterRef("dataset_id")).values("run_id")[:1]
+        runs = runs.annotate(baseline_run_id=Subquery(pinned))
+    return get_object_or_404(runs, pk=run_id)
+
+
+def run_get_with_agent(*, user: User | AnonymousUser, agent_id: int, run_id: int, with_baseline: bool = False) -> Run:
+    """`run_get` of an agent of the user's teams, with `run.agent` (and its team and current
+    version) in the same query: the run page's first read. 404 for anyone outside the team."""
+    if isinstance(user, AnonymousUser):
+        runs = Run.objects.none()
+    else:
+        runs = Run.objects.filter(agent_id=agent_id, agent__team__memberships__user=user).select_related(
+            "agent__team", "agent__current_version", "agent_version", "created_by", "judge_config"
+        )
     if with_baseline:
         pinned = DatasetBaseline.objects.filter(dataset_id=OuterRef("dataset_id")).values("run_id")[:1]
         runs = runs.annotate(baseline_run_id=Subquery(pinned))
@@ -176,8 +195,11 @@ class RunCounts:
         }
 
 
-def run_counts(*, run: Run, outcomes: list[CaseOutcome]) -> RunCounts:
-    """Both definitions of the run's counts (one aggregate query; the outcomes are the cases')."""
+def run_counts(
+    *, run: Run, outcomes: list[CaseOutcome] | None = None, counts: dict[str, int] | None = None
+) -> RunCounts:
+    """Both definitions of the run's counts (one aggregate query; the per-case ones from the
+    outcomes or the `case_counts` given, else counted in the database)."""
     # Scenario cases no model could play are no requests: they neither pass nor fail.
     main = (
         Result.objects.filter(run=run, variant=0)
@@ -190,14 +212,14 @@ def run_counts(*, run: Run, outcomes: list[CaseOutcome]) -> RunCounts:
             skipped=Count("id", filter=Q(status=Result.Status.SKIPPED)),
         )
     )
-    cases = case_filter_counts(outcomes)
+    cases = counts or (case_filter_counts(outcomes) if outcomes is not None else case_counts(run=run))
     return RunCounts(
         **main,
-        cases=len(outcomes),
+        cases=cases["all"],
         cases_passed=cases["passed"],
         cases_failed=cases["failed"],
         cases_errored=cases["error"],
-        cases_skipped=sum(1 for outcome in outcomes if outcome.status == CASE_SKIPPED),
+        cases_skipped=cases["not_run"],
         cases_flaky=cases["flaky"],
         repeats=max(1, int(run.scoring.get("number_of_requests") or 1)),
     )
@@ -206,156 +228,6 @@ def run_counts(*, run: Run, outcomes: list[CaseOutcome]) -> RunCounts:
 def result_list(*, run: Run) -> QuerySet[Result]:
     """Every result of the run in case order, with its case (one query, no N+1)."""
     return Result.objects.filter(run=run).select_related("case").order_by("case__position", "repeat", "variant")
-
-
-# ---- cases: outcomes, filters, pages ---------------------------------------------
-
-
-@dataclass(slots=True)
-class CaseOutcome:
-    """One case of a run, summarised from its results."""
-
-    case_pk: int
-    position: int
-    status: str = CASE_PENDING
-    # The case's number in its dataset (RunCase.number; 0 on rows from before it existed).
-    case_number: int = 0
-    done: bool = False
-    flaky: bool = False
-    score: float | None = None
-    duration_ms: int | None = None
-    tags: list[str] = field(default_factory=list)
-
-    @property
-    def number(self) -> int:
-        return self.case_number or self.position + 1
-
-    def matches(self, name: str) -> bool:
-        if name == "passed":
-            return self.status == CASE_PASS
-        if name == "failed":
-            return self.status == CASE_FAIL
-        if name == "error":
-            return self.status == CASE_ERROR
-        if name == "not_run":
-            return self.status == CASE_SKIPPED
-        if name == "flaky":
-            return self.flaky
-        return True
-
-
-# One row per case: its position, how many of its results are unfinished, the worst and
-# best status of its repeats (1 pass, 2 fail, 3 error), and its mean score and duration.
-# Hand-written because it is the poll's hot path: on 1,000 cases it runs about three times
-# faster than the ORM's equivalent (aggregate FILTER clauses), and skips per-value converters.
-_OUTCOME_SQL = """
-SELECT r.case_id, MIN(c.position),
-  SUM(CASE WHEN r.status IN (%s, %s, %s) THEN 1 ELSE 0 END),
-  MAX(CASE WHEN r.variant = 0 THEN (CASE r.status WHEN %s THEN 1 WHEN %s THEN 2 WHEN %s THEN 3 END) END),
-  MIN(CASE WHEN r.variant = 0 THEN (CASE r.status WHEN %s THEN 1 WHEN %s THEN 2 WHEN %s THEN 3 END) END),
-  AVG(CASE WHEN r.variant = 0 AND r.status IN (%s, %s, %s) THEN r.score END),
-  AVG(CASE WHEN r.variant = 0 AND r.status IN (%s, %s, %s) THEN r.duration_ms END),
-  MIN(c.number)
-FROM {result} r INNER JOIN {case} c ON c.id = r.case_id
-WHERE r.run_id = %s
-GROUP BY r.case_id
-ORDER BY 2
-"""
-_RANKED = (Result.Status.PASS, Result.Status.FAIL, Result.Status.ERROR)
-_BY_RANK = {1: CASE_PASS, 2: CASE_FAIL, 3: CASE_ERROR}
-
-
-def case_outcome_list(*, run: Run, with_tags: bool = False) -> list[CaseOutcome]:
-    """Every case of the run with its outcome, in case order: one query (two with tags)."""
-    sql = _OUTCOME_SQL.format(result=Result._meta.db_table, case=RunCase._meta.db_table)
-    params = [*_UNFINISHED, *_RANKED, *_RANKED, *_RANKED, *_RANKED, run.pk]
-    with connections[Result.objects.db].cursor() as cursor:
-        cursor.execute(sql, [str(value) for value in params[:-1]] + [run.pk])
-        rows = cursor.fetchall()
-    tags: dict[int, list[str]] = {}
-    if with_tags:
-        tags = {
-            pk: list(data.get("tags") or []) for pk, data in RunCase.objects.filter(run=run).values_list("id", "data")
-        }
-    return [_outcome(row, tags.get(row[0])) for row in rows]
-
-
-def case_outcomes(*, run: Run) -> dict[int, str]:
-    """{position: "pass" | "fail" | "error"} for the run's scored cases: `case_outcome_list`'s rule
-    (pass only when every repeat passed, else the worst; smoke variants left out), keyed by
-    position. The one rule for the run page, the compare page, Verify and suggestions."""
-    scored = (CASE_PASS, CASE_FAIL, CASE_ERROR)
-    return {outcome.position: outcome.status for outcome in case_outcome_list(run=run) if outcome.status in scored}
-
-
-def _outcome(row: tuple[Any, ...], tags: list[str] | None) -> CaseOutcome:
-    case_pk, position, unfinished, worst, best, score, duration, number = row
-    return CaseOutcome(
-        case_pk,
-        position,
-        CASE_PENDING if unfinished else _BY_RANK.get(worst, CASE_SKIPPED),
-        int(number or 0),
-        not unfinished,
-        # Repeats that disagree: one passed and another did not.
-        best == 1 and (worst or 0) > 1,
-        None if score is None else round(float(score), 1),
-        None if duration is None else round(float(duration)),
-        [str(tag) for tag in tags] if tags else [],
-    )
-
-
-def case_filter_counts(outcomes: list[CaseOutcome]) -> dict[str, int]:
-    counts = dict.fromkeys(FILTERS, 0)
-    counts["all"] = len(outcomes)
-    names = {CASE_PASS: "passed", CASE_FAIL: "failed", CASE_ERROR: "error", CASE_SKIPPED: "not_run"}
-    for outcome in outcomes:
-        if outcome.status in names:
-            counts[names[outcome.status]] += 1
-        counts["flaky"] += outcome.flaky
-    return counts
-
-
-@dataclass
-class CasePage:
-    """The cases one request shows, and how to ask for the rest."""
-
-    outcomes: list[CaseOutcome]
-    # Position order: cases are paged by position, so cards can be filled in place as they
-    # finish; `next_after` is the first position of the next page. Other orders page by offset.
-    next_after: int | None = None
-    next_offset: int | None = None
-    # The positions this page and the ones before it cover (live updates stop there).
-    upto: int | None = None
-
-
-def case_page(outcomes: list[CaseOutcome], *, filter_name: str, sort: str, after: int = 0, offset: int = 0) -> CasePage:
-    """One page of cards. In case order, cases still running are kept as empty slots so
-    a poll can fill them in place; sorted views show finished cases only."""
-    if sort == "position":
-        chosen = [o for o in outcomes if o.position >= after and (not o.done or o.matches(filter_name))]
-        page = chosen[:CARDS_PER_PAGE]
-        more = len(chosen) > CARDS_PER_PAGE
-        upto = page[-1].position + 1 if more else None
-        return CasePage(page, next_after=upto, upto=upto)
-    # Sorted by score or time, cases that never ran have nothing to sort on: only their own filter shows them.
-    chosen = [
-        o
-        for o in outcomes
-        if o.done and (o.status != CASE_SKIPPED or filter_name == "not_run") and o.matches(filter_name)
-    ]
-    chosen.sort(key=_sort_key(sort))
-    page = chosen[offset : offset + CARDS_PER_PAGE]
-    more = len(chosen) > offset + CARDS_PER_PAGE
-    return CasePage(page, next_offset=offset + CARDS_PER_PAGE if more else None)
-
-
-def _sort_key(sort: str) -> Any:
-    missing = float("inf")
-    if sort == "score":
-        return lambda o: (o.score if o.score is not None else -1.0, o.position)
-    if sort == "-score":
-        return lambda o: (-(o.score if o.score is not None else -1.0), o.position)
-    return lambda o: (-(o.duration_ms if o.duration_ms is not None else -missing), o.position)
 
 
 @dataclass
@@ -453,44 +325,41 @@ def case_card_list(*, run: Run, outcomes: list[CaseOutcome]) -> list[CaseCard]:
     return cards
 
 
-# ---- the poll's cursor: which cases the page already shows finished ----------------
-
-
-def seen_encode(positions: set[int] | list[int]) -> str:
-    """A bitmap of case positions, URL-safe: 1,000 cases take 168 characters.
-
-    The run page sends it with each poll. A cursor on finished_at would be smaller but
-    not exact: a worker stamps finished_at before its transaction commits, so a case can
-    become visible with an older timestamp than one already shown, and be missed.
-    """
-    if not positions:
-        return ""
-    bits = bytearray(max(positions) // 8 + 1)
-    for position in positions:
-        bits[position // 8] |= 1 << (position % 8)
-    return base64.urlsafe_b64encode(bytes(bits)).decode().rstrip("=")
-
-
-def seen_decode(value: str) -> set[int]:
-    value = (value or "").strip()[:20_000]
-    if not value:
-        return set()
-    try:
-        bits = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
-    except ValueError:
-        return set()
-    return {index * 8 + bit for index, byte in enumerate(bits) for bit in range(8) if byte >> bit & 1}
-
-
 # ---- charts' data ------------------------------------------------------------------
 
 
 def run_scores(*, run: Run) -> list[float]:
     """The scores of the finished results of the cases as written (variants excluded)."""
-    scores = (
-        Result.objects.filter(run=run, variant=0, score__isnull=False, status__in=Result.FINISHED_STATUSES)
-        .order_by()
-        .values_list("score", flat=True)
-    )
+    scores = _finished_scores(run).order_by().values_list("score", flat=True)
     # score__isnull=False already drops the NULLs; the check only tells the type checker.
     return [score for score in scores if score is not None]
+
+
+def run_score_bins(*, run: Run) -> list[int]:
+    """`run_scores` counted per whole point 0-10 (6.7 counts in 6): the histogram's bars,
+    grouped in the database (one query, eleven rows at most)."""
+    counts = [0] * 11
+    rows = _finished_scores(run).annotate(bin=Floor("score")).values("bin").annotate(n=Count("id")).order_by()
+    for row in rows:
+        counts[min(10, max(0, int(row["bin"])))] += row["n"]
+    return counts
+
+
+def _finished_scores(run: Run) -> QuerySet[Result]:
+    return Result.objects.filter(run=run, variant=0, score__isnull=False, status__in=Result.FINISHED_STATUSES)
+
+
+def tag_outcome_counts(*, run: Run, status: StatusCounts | None = None) -> list[tuple[list[str], str, int]]:
+    """(tags, case status, cases) for the run's cases, grouped: the pass rate per tag. When
+    each case has one result, grouped in the database by the case's tags and its status
+    (one row per tag set and status); otherwise from every case's outcome."""
+    if not one_result_per_case(*(status or run_status_counts(run=run))):
+        outcomes = case_outcome_list(run=run, with_tags=True)
+        return [(outcome.tags, outcome.status, 1) for outcome in outcomes]
+    rows = (
+        Result.objects.filter(run=run, status__in=Result.FINISHED_STATUSES)
+        .values("case__data__tags", "status")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    return [([str(tag) for tag in row["case__data__tags"] or []], str(row["status"]), row["n"]) for row in rows]

@@ -13,6 +13,7 @@ urlpatterns = [
     path("<int:run_id>/", views.run_detail, name="detail"),
     path("<int:run_id>/results/", views.run_results, name="results"),
     path("<int:run_id>/tools/", views.run_tools, name="tools"),
+    path("<int:run_id>/charts/", views.run_charts, name="charts"),
     path("<int:run_id>/stop/", views.run_stop, name="stop"),
     path("<int:run_id>/rerun/", views.run_rerun, name="rerun"),
     path("<int:run_id>/baseline/", views.run_baseline, name="baseline"),

@@ -24,7 +24,7 @@ from agents.selectors import agent_get_for_user, agent_run_blocker
 from datasets.models import Dataset
 from datasets.selectors import dataset_run_blocker
 from evalsite.http import AuthedRequest, is_partial
-from runs import charts, comparison, estimate, history, selectors, services, tools
+from runs import comparison, estimate, history, run_page, selectors, services, tools
 from runs.baseline import baseline_box_get
 from runs.forms import CompareForm, MatrixForm, RerunForm, RescoreForm, ResultViewForm, RunStartForm
 from runs.matrix import run_matrix
@@ -42,9 +42,11 @@ def _get_agent_for_user(request: AuthedRequest, agent_id: int) -> Agent:
     return agent_get_for_user(user=request.user, agent_id=agent_id)
 
 
-def _get_run_for_user(request: AuthedRequest, agent_id: int, run_id: int) -> tuple[Agent, Run]:
-    agent = _get_agent_for_user(request, agent_id)
-    return agent, selectors.run_get(agent=agent, run_id=run_id)
+def _get_run_for_user(
+    request: AuthedRequest, agent_id: int, run_id: int, *, with_baseline: bool = False
+) -> tuple[Agent, Run]:
+    run = selectors.run_get_with_agent(user=request.user, agent_id=agent_id, run_id=run_id, with_baseline=with_baseline)
+    return run.agent, run
 
 
 def _navigate(request: AuthedRequest, url: str) -> HttpResponse:
@@ -255,18 +257,20 @@ def _list_poll_url(agent: Agent, runs: list[Run], query: str, *, newest: bool, n
 @login_required
 @require_GET
 def run_detail(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
-    """The run page. Its htmx variant is the live poll: the summary, the cards of cases
-    finished since the page's cursor, and the filter counts; 286 once the run settled."""
-    agent = _get_agent_for_user(request, agent_id)
-    run = selectors.run_get(agent=agent, run_id=run_id, with_baseline=True)
+    """The run page (runs/run_page.py reads what it shows). Its htmx variant is the live poll:
+    the summary, the cards of cases finished since the page's cursor, and the filter counts;
+    286 once the run settled."""
+    agent, run = _get_run_for_user(request, agent_id, run_id, with_baseline=True)
     view = ResultViewForm(request.GET).view()
     if is_partial(request):
         return _live(request, agent, run, view)
-    outcomes = selectors.case_outcome_list(run=run, with_tags=True)
+    status = selectors.run_status_counts(run=run)
+    counts = selectors.case_counts(run=run, status=status)
     context = {
-        **_results_context(agent, run, outcomes, view),
-        **_summary_context(run, outcomes),
-        **_charts_context(run, outcomes),
+        **run_page.results_context(agent, run, view, counts=counts),
+        **run_page.summary_context(run, counts),
+        # An active run's charts come after the page (their own request): they group every result.
+        **({"charts_lazy": True} if run.is_active else run_page.charts_context(run, status)),
         "parent": run.parent,
         "related": list(selectors.run_related_list(run=run)[:10]),
         "compare_with": selectors.run_compare_default(run=run),
@@ -289,30 +293,21 @@ def run_tools(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespons
     return render(request, template, context)
 
 
+@login_required
+@require_GET
+def run_charts(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
+    """The run's charts (the score histogram, the pass rate per tag): an active run's page
+    loads them after itself; a finished run's page has them inline (drawn once)."""
+    agent, run = _get_run_for_user(request, agent_id, run_id)
+    context = {"agent": agent, "run": run, "oob": False, **run_page.charts_context(run)}
+    return render(request, "runs/partials/charts.html", context)
+
+
 def _live(request: AuthedRequest, agent: Agent, run: Run, view: dict[str, Any]) -> HttpResponse:
-    outcomes = selectors.case_outcome_list(run=run, with_tags=False)
-    seen = selectors.seen_decode(view["seen"])
-    fresh = [o for o in outcomes if o.done and o.position not in seen]
-    if view["sort"] == "position":  # sorted views are snapshots: nothing is filled in live
-        in_range = [o for o in fresh if view["upto"] is None or o.position < view["upto"]]
-    else:
-        in_range = []
-    shown = [o for o in in_range if o.matches(view["filter"])]
-    settled = not run.is_active and not run.summary_pending
-    context = {
-        "agent": agent,
-        "run": run,
-        "view": view,
-        "cards": selectors.case_card_list(run=run, outcomes=shown),
-        "removed": [o.position for o in in_range if not o.matches(view["filter"])],
-        "filter_tabs": _filter_tabs(outcomes),
-        "seen": selectors.seen_encode({o.position for o in outcomes if o.done}),
-        "settled": settled,
-        "oob": True,
-        **_summary_context(run, outcomes),
-    }
-    if settled or (fresh and not run.is_active):
-        context.update(_charts_context(run, selectors.case_outcome_list(run=run, with_tags=True)))
+    context = run_page.live_context(agent, run, view)
+    settled = context["settled"]
+    if settled or (context.pop("fresh") and not run.is_active):
+        context.update(run_page.charts_context(run, context["status_counts"]))
     if not run.is_active and request.GET.get("panel") == SUGGESTIONS_WAITING:
         # The page still shows "suggestions come when the run finishes": this response, which
         # is the first to show the run ended, brings the panel (the panel polls itself after;
@@ -330,9 +325,11 @@ def run_results(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespo
         query = request.GET.urlencode()
         return redirect(reverse("runs:detail", args=[agent.pk, run.pk]) + (f"?{query}" if query else "") + "#results")
     view = ResultViewForm(request.GET).view()
-    outcomes = selectors.case_outcome_list(run=run)
-    context = _results_context(agent, run, outcomes, view)
+    context = run_page.results_context(agent, run, view)
     if "after" in request.GET or "offset" in request.GET:
+        # The next page: the poll's cursor grows by its finished cases (the page sends its own).
+        seen = selectors.seen_decode(view["seen"]) | selectors.seen_decode(context["seen"])
+        context["seen"] = selectors.seen_encode(seen)
         return render(request, "runs/partials/result_more.html", context)
     response = render(request, "runs/partials/result_list.html", context)
     # The address bar shows the run page with this filter and order, so a reload or a shared
@@ -340,57 +337,6 @@ def run_results(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespo
     state = (("filter", view["filter"]), ("sort", view["sort"]), ("expand", view["expand"]))
     query = urlencode({k: v for k, v in state if v not in ("all", "position", "")})
     return push_url(response, reverse("runs:detail", args=[agent.pk, run.pk]) + (f"?{query}" if query else ""))
-
-
-def _results_context(agent: Agent, run: Run, outcomes: list, view: dict[str, Any]) -> dict[str, Any]:
-    page = selectors.case_page(
-        outcomes, filter_name=view["filter"], sort=view["sort"], after=view["after"], offset=view["offset"]
-    )
-    cards = {card.outcome.case_pk: card for card in selectors.case_card_list(run=run, outcomes=page.outcomes)}
-    base = {"filter": view["filter"], "sort": view["sort"], **({"expand": "1"} if view["expand"] else {})}
-    more_params = (
-        {**base, "after": page.next_after} if page.next_after is not None else {**base, "offset": page.next_offset}
-    )
-    live = run.is_active or run.summary_pending
-    return {
-        "agent": agent,
-        "run": run,
-        "view": view,
-        # Cards for finished cases, empty slots (filled by the poll) for the rest.
-        "items": [(outcome, cards.get(outcome.case_pk)) for outcome in page.outcomes],
-        "filter_tabs": _filter_tabs(outcomes),
-        "sorts": selectors.SORTS,
-        "has_more": page.next_after is not None or page.next_offset is not None,
-        "more_query": urlencode(more_params),
-        "upto": page.upto if view["sort"] == "position" else None,
-        "seen": selectors.seen_encode({o.position for o in outcomes if o.done}),
-        "live": live,
-        "first_page": not view["after"] and not view["offset"],
-        "case_total": len(outcomes),
-    }
-
-
-def _filter_tabs(outcomes: list) -> list[tuple[str, str, int]]:
-    counts = selectors.case_filter_counts(outcomes)
-    return [(name, label, counts[name]) for name, label in selectors.FILTERS.items()]
-
-
-def _summary_context(run: Run, outcomes: list) -> dict[str, Any]:
-    repeats = int(run.scoring.get("number_of_requests") or 1)
-    return {
-        "duration": selectors.run_duration_seconds(run, now=timezone.now()),
-        "repeats": repeats,
-        # With repeats, the per-case figures are shown beside the per-request counts.
-        "figures": selectors.run_counts(run=run, outcomes=outcomes) if repeats > 1 else None,
-    }
-
-
-def _charts_context(run: Run, outcomes: list) -> dict[str, Any]:
-    return {
-        "histogram": charts.score_histogram(selectors.run_scores(run=run), threshold=run.pass_threshold),
-        "tag_chart": charts.tag_pass_rates(outcomes),
-        "charts_ready": True,
-    }
 
 
 # ---- history across versions ----------------------------------------------------------

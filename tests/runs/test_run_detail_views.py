@@ -391,7 +391,26 @@ def test_the_poll_leaves_cases_beyond_the_loaded_pages_alone(client_alice, agent
     finish_case(run, 2)
     body = _poll(client_alice, run, seen="", upto=2).content.decode()
     assert 'id="case-2"' not in body
-    assert _seen(body) == selectors.seen_encode({2})  # known finished: "load more" renders it as a card
+    assert _seen(body) == ""  # the cursor covers the loaded range only: the poll reads nothing beyond it
+
+
+def test_load_more_renders_the_cases_finished_beyond_the_range_and_adds_them_to_the_cursor(
+    client_alice, agent, dataset
+):
+    run = build_run(
+        agent=agent, dataset=dataset, status=Run.Status.RUNNING, cases=[CaseSpec(repeats=[("running", None)])] * 3
+    )
+    finish_case(run, 0)
+    finish_case(run, 2)
+    seen = selectors.seen_encode({0})  # the page shows case 0 finished and has loaded cases 0-1
+    more = client_alice.get(_url(run, "runs:results"), {"after": 2, "seen": seen}, HTTP_HX_REQUEST="true")
+    text = more.content.decode()
+    assert '<li id="case-2" class="result-card is-pass">' in text
+    assert '<input id="live-seen" type="hidden" name="seen" value="BQ" hx-swap-oob="true">' in text
+    assert selectors.seen_decode("BQ") == {0, 2}
+    # The next poll over the whole range has nothing new to send.
+    body = _poll(client_alice, run, seen="BQ").content.decode()
+    assert 'class="result-card' not in body
 
 
 def test_a_finished_run_stops_polling(client_alice, engine_run):
@@ -470,8 +489,10 @@ def test_the_page_and_its_poll_stay_within_their_query_budget(
     client_alice, agent, dataset, django_assert_max_num_queries
 ):
     run = _big_run(agent, dataset, 1000)
-    # 21: one of them reads the reviews of the page's cards (runs.selectors.CARD_PREFETCHES).
-    with django_assert_max_num_queries(21):
+    # 19 (3 of them the session's first save): one reads the reviews of the page's cards
+    # (runs.selectors.CARD_PREFETCHES); the run comes with its agent, and an active run's
+    # charts come after the page (runs:charts).
+    with django_assert_max_num_queries(19):
         client_alice.get(_url(run))
     finish_case(run, 0)
     with django_assert_max_num_queries(8):
