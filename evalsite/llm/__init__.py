@@ -173,9 +173,10 @@ def warm_up() -> None:
 
 def forget_model_state() -> None:
     """Forget what was learnt about models (JSON modes) and free every concurrency slot."""
-    from evalsite.llm.client import forget_slots
+    from evalsite.llm.client import forget_clients, forget_slots
 
     structured.forget()
+    forget_clients()
     try:
         forget_slots()
     except Exception:
@@ -190,7 +191,7 @@ def _chat(call: Call, messages: Messages, *, retry_server_errors: bool = True, *
     if call.max_tokens:
         chosen["max_tokens"] = call.max_tokens
     response, attempts, started = call.send(
-        lambda: litellm_module().completion(model=call.model, messages=messages, **chosen, **call.kwargs()),
+        lambda: litellm_module().completion(model=call.model, messages=messages, **chosen, **call.chat_kwargs()),
         retry_server_errors=retry_server_errors,
     )
     if not getattr(response, "choices", None):

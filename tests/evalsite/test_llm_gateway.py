@@ -427,6 +427,25 @@ def test_a_model_with_a_known_price_gets_a_cost(fake_llm):
     result = llm.complete(HELLO, task="agent", model="openai/gpt-4o-mini")
 
     assert result.cost > 0.0
+    assert result.cost == pytest.approx(llm.price("openai/gpt-4o-mini", result.prompt_tokens, result.completion_tokens))
+
+
+def test_calls_to_one_server_reuse_one_client_and_a_new_server_or_key_gets_its_own(fake_llm, settings):
+    from evalsite.llm import client
+
+    llm.complete(HELLO, task="agent")
+    llm.complete(HELLO, task="judge", purpose="judge")
+    assert len(client._CLIENTS) == 1
+
+    settings.EVALSITE_LLM_API_KEY = "other-key"
+    llm.complete(HELLO, task="agent")
+    settings.EVALSITE_LLM_API_BASE = fake_llm.url.replace("127.0.0.1", "localhost")
+    llm.complete(HELLO, task="agent", trace={"run": 3})
+
+    assert len(client._CLIENTS) == 3
+    assert [r.headers["authorization"] for r in fake_llm.requests] == ["Bearer test-key"] * 2 + ["Bearer other-key"] * 2
+    assert fake_llm.requests[-1].trace == {"run": "3"}
+    assert fake_llm.requests[-1].headers["host"].startswith("localhost:")
 
 
 def test_importing_the_gateway_does_not_import_litellm():
