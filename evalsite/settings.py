@@ -340,8 +340,9 @@ EVALSITE_RUN_SUMMARY = env_bool("EVALSITE_RUN_SUMMARY", True)
 EVALSITE_STALE_CLAIM_SECONDS = env_int("EVALSITE_STALE_CLAIM_SECONDS", 120)
 # A case task goes on with its run's next pending case in the same process (a lane of the
 # window, no round trip through Redis) for this long, then hands its slot on through a new
-# task message, so a case never starts late in a task's time limit. 0: one case per task.
-EVALSITE_RUN_LANE_SECONDS = env_float("EVALSITE_RUN_LANE_SECONDS", 60.0)
+# task message at the back of the queue: other runs waiting for a worker get their turn,
+# and a case never starts late in a task's time limit. 0: one case per task.
+EVALSITE_RUN_LANE_SECONDS = env_float("EVALSITE_RUN_LANE_SECONDS", 10.0)
 # Every worker writes a heartbeat row this often; one not seen for the TTL is gone (killed),
 # and the reaper re-queues its claims at once rather than after EVALSITE_STALE_CLAIM_SECONDS.
 # The TTL must stay well above the interval (and above a database blip), or a live case is run twice.

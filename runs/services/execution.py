@@ -88,13 +88,13 @@ def _case_run(result: Result, token: str, *, chain: bool) -> Result | None:
             logger.exception("Case result=%s of run=%s failed unexpectedly", result.pk, run.pk)
             message = "An internal error stopped this case. The details are in the worker log."
             outcome = engine.Outcome(status=Result.Status.ERROR, question=result.question, error=message)
-    next_id = _result_save(result, token, outcome, chain=chain)
-    if next_id is None:
+    if not _result_save(result, token, outcome, chain=chain):
         return None
     # The lane's next case, of the same run: what the engine reads of the run (its agent,
     # version, scoring) never changes, and it was active when the case was claimed.
-    following = Result.objects.select_related("case").get(pk=next_id)
-    following.run = run
+    following = _claimed(Result.objects.filter(run_id=run.pk, token=token, status=Result.Status.RUNNING), run)
+    if following is not None:
+        following.run = run
     return following
 
 
@@ -114,30 +114,27 @@ def _result_claim(result_id: int, token: str, *, count_attempt: bool = True) -> 
     return _claimed(lane) if claimed else None
 
 
-def _claimed(results: QuerySet[Result]) -> Result | None:
-    return results.select_related("case", "run__agent").order_by("-id").first()
+def _claimed(results: QuerySet[Result], run: Run | None = None) -> Result | None:
+    """The lane's claimed case, with its run and agent unless the lane has them already."""
+    related = ("case",) if run is not None else ("case", "run__agent")
+    return results.select_related(*related).order_by("-id").first()
 
 
-def _next_claim(run_id: int, token: str) -> int | None:
-    """Claim the run's next pending case for this lane; the caller holds the run row's lock."""
-    next_id = (
-        Result.objects.filter(run_id=run_id, status=Result.Status.PENDING)
-        .order_by("id")
-        .values_list("id", flat=True)
-        .first()
-    )
-    if next_id is None:
-        return None
+def _next_claim(run_id: int, token: str) -> bool:
+    """Claim the run's next pending case for this lane (one statement); the caller holds the
+    run row's lock, so no other lane or the reaper can take it meanwhile."""
     now = timezone.now()
-    claimed = Result.objects.filter(pk=next_id, status=Result.Status.PENDING).update(
-        status=Result.Status.RUNNING,
-        token=token,
-        queued_at=now,
-        claimed_at=now,
-        attempts=F("attempts") + 1,
-        claimed_by=workers.WORKER_ID,
+    oldest = Result.objects.filter(run_id=run_id, status=Result.Status.PENDING).order_by("id").values("id")[:1]
+    return bool(
+        Result.objects.filter(pk=Subquery(oldest), status=Result.Status.PENDING).update(
+            status=Result.Status.RUNNING,
+            token=token,
+            queued_at=now,
+            claimed_at=now,
+            attempts=F("attempts") + 1,
+            claimed_by=workers.WORKER_ID,
+        )
     )
-    return next_id if claimed else None
 
 
 @contextmanager
@@ -174,11 +171,11 @@ def _version(version_id: int) -> AgentVersion:
     return AgentVersion.objects.select_related("agent").get(pk=version_id)
 
 
-def _result_save(result: Result, token: str, outcome: engine.Outcome, *, chain: bool = False) -> int | None:
+def _result_save(result: Result, token: str, outcome: engine.Outcome, *, chain: bool = False) -> bool:
     """Save the outcome, bump the run's counters and refill the window, all in one transaction.
 
     The freed slot goes to the run's next pending case: claimed here for this lane when
-    `chain` (its id is returned), else queued for a new task message."""
+    `chain` (True is returned: the lane goes on with it), else queued for a new task message."""
     with transaction.atomic():
         run = Run.objects.select_for_update().only("id", "status", "concurrency").get(pk=result.run_id)
         saved = Result.objects.filter(pk=result.pk, token=token, status=Result.Status.RUNNING).update(
@@ -207,7 +204,7 @@ def _result_save(result: Result, token: str, outcome: engine.Outcome, *, chain: 
             finished_at=timezone.now(),
         )
         if not saved:
-            return None  # re-queued by the reaper or skipped by Stop meanwhile: the other copy counts
+            return False  # re-queued by the reaper or skipped by Stop meanwhile: the other copy counts
         counters: dict[str, Any] = {
             "completed": F("completed") + 1,
             "agent_tokens": F("agent_tokens") + outcome.agent_tokens,
@@ -227,12 +224,10 @@ def _result_save(result: Result, token: str, outcome: engine.Outcome, *, chain: 
         # This case freed one slot: hand it to the next pending case. One for one keeps the
         # window full without counting it (the reaper counts, under the same lock).
         if run.is_active:
-            if chain:
-                next_id = _next_claim(run.pk, token)
-                if next_id is not None:
-                    return next_id
-            elif queue_pending(run.pk, 1):
-                return None
+            if chain and _next_claim(run.pk, token):
+                return True
+            if not chain and queue_pending(run.pk, 1):
+                return False
         if not Result.objects.filter(run_id=run.pk, status__in=Result.IN_FLIGHT_STATUSES).exists():
             enqueue_finish(run.pk)  # nothing pending, nothing in flight: the run is done
-    return None
+    return False
