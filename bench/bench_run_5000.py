@@ -6,8 +6,9 @@ templates, no network) measures each request below many times and reports its me
 p95 (wall and CPU time: the machine is shared) and its query count, next to the budget its
 test asserts (tests/runs/test_run_detail_views.py, test_run_list_views.py,
 test_run_api_endpoints.py):
-- the run page (first 100 cards) and its 3 s poll with 3 new cards (the page's cursor covers
-  the cases it has loaded), and the charts an active run's page loads after itself;
+- the run page (its first page of cards, runs.outcomes.CARDS_PER_PAGE: 25) and its 3 s poll
+  with 3 new cards (the page's cursor covers the cases it has loaded), and the charts an
+  active run's page loads after itself;
 - the run list of the agent and its poll;
 - the API's status endpoint (what a poller calls), and the run detail (one page of
   results, never all 5,000).

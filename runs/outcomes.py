@@ -40,7 +40,7 @@ SORTS = {
     "-score": "Highest score first",
     "duration": "Slowest first",
 }
-CARDS_PER_PAGE = 100
+CARDS_PER_PAGE = 25
 
 
 @dataclass(slots=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
@@ -54,6 +55,8 @@ from runs.outcomes import (  # noqa: F401 (re-exported)
 # AppConfig.ready(); runs never imports them. Each prefetch is one query per page of cards.
 CARD_PREFETCHES: list[Any] = []
 CARD_SELECT_RELATED: list[str] = []  # the same, for relations one join away (no extra query)
+# What a card never shows: not read for a page of cards (the retrieved passages can be long).
+CARD_DEFERRED = ("retrieval_context", "token", "claimed_by", "rescored_from")
 
 
 # ---- runs ------------------------------------------------------------------------
@@ -232,18 +235,28 @@ def result_list(*, run: Run) -> QuerySet[Result]:
 
 @dataclass
 class CaseCard:
-    """Everything one result card shows."""
+    """Everything one result card shows. Its derived figures are computed once per card (a card's
+    template reads several of them more than once)."""
 
     case: RunCase
     outcome: CaseOutcome
     attempts: list[Result]  # the case as written, one per repeat
     variants: list[Result]  # smoke-test paraphrases
 
-    @property
+    @cached_property
     def primary(self) -> Result | None:
         return self.attempts[0] if self.attempts else None
 
     @property
+    def single(self) -> bool:
+        """One attempt (no repeats): its verdict shows on the card's line."""
+        return len(self.attempts) == 1
+
+    @property
+    def repeated(self) -> bool:
+        return len(self.attempts) > 1
+
+    @cached_property
     def failed_checks(self) -> list[dict[str, Any]]:
         """The deterministic checks (the tool trajectory) that failed the case whatever its
         score, one row per check (from the first attempt where it failed)."""
@@ -256,12 +269,12 @@ class CaseCard:
                     failed.setdefault(str(row["name"]), row)
         return list(failed.values())
 
-    @property
+    @cached_property
     def spread(self) -> float | None:
         scores = [r.score for r in self.attempts if r.score is not None and r.is_finished]
         return round(max(scores) - min(scores), 1) if len(scores) > 1 else None
 
-    @property
+    @cached_property
     def documents(self) -> list[dict[str, Any]]:
         """The snapshot's documents, shaped for datasets/partials/document_chip.html."""
         return [
@@ -269,20 +282,20 @@ class CaseCard:
             for doc in self.case.data.get("documents") or []
         ]
 
-    @property
+    @cached_property
     def source_case(self) -> dict[str, Any] | None:
         return {"pk": self.case.source_case_id} if self.case.source_case_id else None
 
-    @property
+    @cached_property
     def tags(self) -> list[str]:
         return [str(tag) for tag in self.case.data.get("tags") or []]
 
-    @property
+    @cached_property
     def is_scenario(self) -> bool:
         """A simulated user played it: its card shows the whole chat (runs/partials/result_scenario.html)."""
         return bool(self.case.data.get("scenario"))
 
-    @property
+    @cached_property
     def earlier_turns(self) -> list[dict[str, str]]:
         """A multi-turn case's exchange before its last question, as the agent saw it."""
         if self.is_scenario:
@@ -291,11 +304,11 @@ class CaseCard:
         conversation = list(primary.conversation) if primary and primary.conversation else []
         return conversation[:-2] if len(conversation) >= 2 else conversation
 
-    @property
+    @cached_property
     def variants_passed(self) -> int:
         return sum(1 for r in self.variants if r.status == Result.Status.PASS)
 
-    @property
+    @cached_property
     def variants_run(self) -> int:
         return sum(1 for r in self.variants if r.is_finished)
 
@@ -306,11 +319,15 @@ def case_card_list(*, run: Run, outcomes: list[CaseOutcome]) -> list[CaseCard]:
     if not wanted:
         return []
     results: dict[int, list[Result]] = defaultdict(list)
-    queryset = Result.objects.filter(run=run, case_id__in=[outcome.case_pk for outcome in wanted])
+    # By case alone: the cases are the run's (its outcomes), and "run = ? AND case IN (...)" makes
+    # SQLite walk the run's index, every result of the run (5,000 cases: 3 ms instead of 0.5).
+    queryset = Result.objects.filter(case_id__in=[outcome.case_pk for outcome in wanted])
     # The dataset case too: its card shows whether it is flaky across runs (one join, no query per card).
     queryset = queryset.select_related("case__source_case", *CARD_SELECT_RELATED).prefetch_related(*CARD_PREFETCHES)
+    queryset = queryset.defer(*CARD_DEFERRED)
     for result in queryset.order_by("case_id", "variant", "repeat"):
-        results[result.case_id].append(result)
+        if result.run_id == run.pk:
+            results[result.case_id].append(result)
     cards = []
     for outcome in wanted:
         rows = results[outcome.case_pk]

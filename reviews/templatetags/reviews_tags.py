@@ -10,6 +10,7 @@ from django import template
 
 from reviews import charts, selectors
 from reviews.agreement import reviewer_agreement
+from runs.templatetags.runs_tags import card_url, score
 
 register = template.Library()
 
@@ -28,6 +29,35 @@ def agent_agreement_panel(context: template.Context, agent: Any) -> dict[str, An
         "group": groups[0] if groups else None,
         "configurations": len(groups),
         "chart": charts.agreement_chart(selectors.agreement_over_time(runs=runs)),
+    }
+
+
+@register.simple_tag(takes_context=True)
+def review_control(context: template.Context, result: Any, case: Any) -> dict[str, Any]:
+    """What one review control shows, computed once in Python (the run page has up to a page of
+    them): the reviews, the user's own, whether reviewers disagree, what of the case changed
+    since the run, and the forms' URLs. Context: agent, run, user."""
+    agent, run = context["agent"], context["run"]
+    reviews = list(result.reviews.all())
+    mine = review_by(result, context.get("user"))
+    override = mine is not None and not mine.agrees
+    verdicts = [review.passed for review in reviews]
+    figures = reviewer_agreement([verdicts])
+    linked = bool(case.source_case_id and run.dataset_id)
+    return {
+        "reviews": reviews,
+        "agreed": mine is not None and mine.agrees,
+        "override": override,
+        "override_pass": override and mine.passed,
+        "override_fail": override and not mine.passed,
+        "my_score": score(mine.score) if mine is not None and mine.score is not None else "",
+        "note": mine.note if mine is not None else "",
+        "disagree": figures.pairs > figures.agreed,
+        "changes": case_changes(case),
+        "action": card_url("reviews:review", agent.pk, run.pk, result.pk),
+        "correct_action": card_url("reviews:case_correct", agent.pk, run.pk, result.pk),
+        "case_url": card_url("datasets:case_edit", agent.pk, run.dataset_id, case.source_case_id) if linked else "",
+        "correctable": linked and case.source_case is not None,
     }
 
 

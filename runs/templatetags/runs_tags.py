@@ -1,10 +1,13 @@
 import json
 import uuid
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlencode
 
 from django import template
+from django.conf import settings
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils import timezone
 
 register = template.Library()
@@ -15,6 +18,31 @@ def run_request_key() -> str:
     """A one-time key for a form that starts a run (Run, Re-run, Verify): a double click or a
     replayed POST starts one run, not two."""
     return uuid.uuid4().hex
+
+
+# An integer no row has as its primary key: the slot `card_url` reverses a URL with, then fills.
+_SLOT = 2_147_483_647
+
+
+def card_url(name: str, *args: int) -> str:
+    """reverse(name, args=args) for the URLs a page repeats once per card, whose last argument
+    (a result's or a case's pk) is the only one that varies: reversed once per
+    (name, leading arguments) and filled in after, so 100 cards cost one reverse() per URL name,
+    not 100. The arguments are the integers of an <int:...> pattern."""
+    head, tail = _card_url_parts(name, tuple(args[:-1]), get_script_prefix(), get_urlconf(), settings.ROOT_URLCONF)
+    return f"{head}{int(args[-1])}{tail}"
+
+
+@lru_cache(maxsize=512)
+def _card_url_parts(name: str, leading: tuple[int, ...], prefix: str, urlconf: Any, root: str) -> tuple[str, str]:
+    head, _slot, tail = reverse(name, args=[*leading, _SLOT], urlconf=urlconf).partition(str(_SLOT))
+    return head, tail
+
+
+@register.simple_tag
+def card_link(name: str, *args: int) -> str:
+    """{% card_link "runs:detail" agent.pk run.pk %}: `card_url` in a template (the same URL as {% url %})."""
+    return card_url(name, *args)
 
 
 @register.filter
