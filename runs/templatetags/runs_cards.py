@@ -1,4 +1,4 @@
-"""A result card's line and body (what shows when a card is opened: the meta line, the question,
+"""The body of a result card (what shows when a card is opened: the meta line, the question,
 the expected and actual answers, the scorer's reasoning, the scorers, the tool calls, the
 attempts and the variants), written in Python for the run page (issue 20).
 
@@ -20,7 +20,6 @@ from django import template
 from django.template.defaultfilters import linebreaksbr
 from django.utils.html import conditional_escape as esc
 from django.utils.safestring import SafeString, mark_safe
-from django.utils.text import capfirst
 
 from runs.templatetags.runs_tags import compact_json, millis, score, scorer_value
 
@@ -32,55 +31,6 @@ OFFLINE = "offline"
 def _get(mapping: dict[str, Any], key: str) -> Any:
     """mapping.key as a template reads it: "" when the key is missing."""
     return mapping.get(key, "")
-
-
-_STATUS_BADGES = {"pass": "Pass", "fail": "Fail", "error": "Error"}
-
-
-@register.simple_tag(takes_context=True)
-def card_head(context: template.Context, card: Any) -> SafeString:
-    """The card's line (its <summary>): number, badges, score, question and time."""
-    outcome, case, primary = card.outcome, card.case, card.primary
-    status = outcome.status
-    if status in _STATUS_BADGES:
-        badge = f'<span class="badge badge-{status}">{_STATUS_BADGES[status]}</span>'
-    else:
-        label = "Needs a simulator model" if primary is not None and primary.needs_simulator else "Not run"
-        badge = f'<span class="badge badge-skipped">{label}</span>'
-    out = [
-        '<summary class="result-head" hx-disable><span class="result-chevron" aria-hidden="true"></span>',
-        f'<span class="result-number" id="case-{case.position}-title">Case {outcome.number}</span>',
-        f'<span class="result-badges">{badge}',
-    ]
-    for check in card.failed_checks:
-        name = _get(check, "name")
-        out.append(
-            f'<span class="badge badge-check" title="{esc(_get(check, "detail"))}">✗ <span class="hide-sm">'
-            f"{esc(_get(check, 'label') or name)} check failed</span>"
-            f'<span class="show-sm-inline">{esc(capfirst(str(name)))}</span></span>'
-        )
-    source = case.source_case if case.source_case_id else None
-    if source is not None and source.is_flaky:
-        with context.push(flaky_case=source):
-            out.append(_included(context, "datasets/partials/flaky_mark.html"))
-    if outcome.flaky:
-        title = "Its repeats disagree: some passed, some did not"
-        out.append(f'<span class="badge badge-flaky" title="{title}">Flaky</span>')
-    out.append("</span>")
-    if status != "skipped":
-        tone = "" if outcome.score is None else " score-good" if status == "pass" else " score-bad"
-        out.append(
-            f'<span class="result-score{tone}"><span class="result-score-label">Score: </span>'
-            f"<strong>{score(outcome.score)}</strong>/10</span>"
-        )
-    out.append(f'<span class="result-line" id="case-{case.position}-line">{esc(case.question)}</span>')
-    if status != "skipped":
-        mean = ", mean of the attempts" if card.repeated else ""
-        out.append(
-            f'<span class="result-duration" title="Time to answer and score{mean}">{millis(outcome.duration_ms)}</span>'
-        )
-    out.append("</summary>")
-    return mark_safe("".join(out))
 
 
 @register.simple_tag(takes_context=True)
