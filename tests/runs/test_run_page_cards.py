@@ -71,38 +71,3 @@ def test_the_first_page_of_a_long_run_is_25_cards(client_alice, agent):
     assert selectors.CARDS_PER_PAGE == 25
     assert body.count('class="result-card ') == 25
     assert "Load more cases" in body
-
-
-def test_the_card_body_and_review_control_escape_what_they_show(client_alice, alice, agent):
-    """The card's body and its review control are written in Python (runs_cards, review_control):
-    every text from the dataset, the agent, the judge or a reviewer is escaped there."""
-    hostile = "<script>alert(1)</script>"
-    run = build_run(
-        agent=agent,
-        scoring={"number_of_requests": 2},
-        cases=[
-            CaseSpec(
-                question=hostile,
-                expected=hostile,
-                answer=hostile,
-                tags=[hostile],
-                case_id=hostile,
-                repeats=[("pass", 9.0), ("fail", 2.0)],
-                variants=[("fail", 2.0)],
-                data={"expected_tools": [{"name": hostile}], "trajectory_mode": hostile},
-            )
-        ],
-    )
-    Result.objects.filter(run=run).update(
-        reasoning=hostile,
-        verdict=hostile,
-        tool_calls=[{"name": hostile, "args": {"q": hostile}}],
-        scorers=[{"name": "trajectory", "label": hostile, "score": None, "passed": False, "detail": hostile}],
-        conversation=[{"role": "user", "content": hostile}, {"role": "assistant", "content": hostile}] * 2,
-    )
-    result = Result.objects.filter(run=run, variant=0).first()
-    Review.objects.create(result=result, reviewer=alice, agrees=False, passed=False, score=2, note=hostile)
-    body = client_alice.get(reverse("runs:detail", args=[agent.pk, run.pk]), {"expand": "1"}).content.decode()
-    assert "<script>alert" not in body
-    # question x2 (line and body), expected, answers, tags, id, reasoning, tools, scorer, turns, note...
-    assert body.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 15
