@@ -319,12 +319,15 @@ def case_card_list(*, run: Run, outcomes: list[CaseOutcome]) -> list[CaseCard]:
     if not wanted:
         return []
     results: dict[int, list[Result]] = defaultdict(list)
-    queryset = Result.objects.filter(run=run, case_id__in=[outcome.case_pk for outcome in wanted])
+    # By case alone: the cases are the run's (its outcomes), and "run = ? AND case IN (...)" makes
+    # SQLite walk the run's index, every result of the run (5,000 cases: 3 ms instead of 0.5).
+    queryset = Result.objects.filter(case_id__in=[outcome.case_pk for outcome in wanted])
     # The dataset case too: its card shows whether it is flaky across runs (one join, no query per card).
     queryset = queryset.select_related("case__source_case", *CARD_SELECT_RELATED).prefetch_related(*CARD_PREFETCHES)
     queryset = queryset.defer(*CARD_DEFERRED)
     for result in queryset.order_by("case_id", "variant", "repeat"):
-        results[result.case_id].append(result)
+        if result.run_id == run.pk:
+            results[result.case_id].append(result)
     cards = []
     for outcome in wanted:
         rows = results[outcome.case_pk]
