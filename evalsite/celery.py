@@ -102,6 +102,7 @@ def _warm_up_first_case() -> None:
     server are closed and forgotten, so no child inherits their sockets.
     """
     from evalsite import llm
+    from evalsite.llm.client import forget_clients, openai_client
     from evalsite.worker_warmup import loopback_server
 
     llm.parse_json_answer('{"ok": true}', {"type": "object", "properties": {"ok": {"type": "boolean"}}})
@@ -112,7 +113,13 @@ def _warm_up_first_case() -> None:
         messages = [{"role": "user", "content": "warm-up"}]
         litellm.completion(messages=messages, **call)
         schema = {"name": "warm_up", "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}
-        litellm.completion(messages=messages, response_format={"type": "json_schema", "json_schema": schema}, **call)
+        # Through the gateway's own OpenAI client too (evalsite/llm/client.py openai_client, used
+        # when a server and key are configured): the SDK's HTTP stack loads on its first request.
+        client = openai_client(base_url, "warm-up", 10.0)
+        litellm.completion(
+            messages=messages, response_format={"type": "json_schema", "json_schema": schema}, client=client, **call
+        )
+        forget_clients()
     # litellm builds its provider config map (importing the modules of every provider it
     # maps) on the first model info lookup of a model it does not price, which its logging
     # thread does after a child's first call. A provider it does not answer early for builds it.
