@@ -62,9 +62,9 @@ def _profile(args: argparse.Namespace) -> None:
     call_command("migrate", verbosity=0)
     from agents.models import Agent
     from evalsite import llm
+    from evalsite.celery import _preload_litellm
     from runs.models import Result
     from runs.services import run_execute_case, run_start
-    from evalsite.celery import _preload_litellm
     from tests.factories import AgentFactory, TeamFactory
 
     _preload_litellm()
