@@ -80,14 +80,16 @@ class CaseOutcome:
 # best status of its repeats (1 pass, 2 fail, 3 error), and its mean score and duration.
 # Hand-written because it is the poll's hot path: on 1,000 cases it runs about three times
 # faster than the ORM's equivalent (aggregate FILTER clauses), and skips per-value converters.
-_OUTCOME_SQL = """
-SELECT r.case_id, MIN(c.position),
-  SUM(CASE WHEN r.status IN (%s, %s, %s) THEN 1 ELSE 0 END),
+# A case's outcome from its results, the same columns for the whole run and for a page.
+_OUTCOME_COLUMNS = """  SUM(CASE WHEN r.status IN (%s, %s, %s) THEN 1 ELSE 0 END),
   MAX(CASE WHEN r.variant = 0 THEN (CASE r.status WHEN %s THEN 1 WHEN %s THEN 2 WHEN %s THEN 3 END) END),
   MIN(CASE WHEN r.variant = 0 THEN (CASE r.status WHEN %s THEN 1 WHEN %s THEN 2 WHEN %s THEN 3 END) END),
   AVG(CASE WHEN r.variant = 0 AND r.status IN (%s, %s, %s) THEN r.score END),
   AVG(CASE WHEN r.variant = 0 AND r.status IN (%s, %s, %s) THEN r.duration_ms END),
-  MIN(c.number)
+  MIN(c.number)"""
+_OUTCOME_SQL = """
+SELECT r.case_id, MIN(c.position),
+{outcome_columns}
 FROM {result} r INNER JOIN {case} c ON c.id = r.case_id
 WHERE r.run_id = %s
 GROUP BY r.case_id
@@ -99,7 +101,9 @@ _BY_RANK = {1: CASE_PASS, 2: CASE_FAIL, 3: CASE_ERROR}
 
 def case_outcome_list(*, run: Run, with_tags: bool = False) -> list[CaseOutcome]:
     """Every case of the run with its outcome, in case order: one query (two with tags)."""
-    sql = _OUTCOME_SQL.format(result=Result._meta.db_table, case=RunCase._meta.db_table)
+    sql = _OUTCOME_SQL.format(
+        result=Result._meta.db_table, case=RunCase._meta.db_table, outcome_columns=_OUTCOME_COLUMNS
+    )
     params = [*_UNFINISHED, *_RANKED, *_RANKED, *_RANKED, *_RANKED, run.pk]
     with connections[Result.objects.db].cursor() as cursor:
         cursor.execute(sql, [str(value) for value in params[:-1]] + [run.pk])
@@ -197,12 +201,7 @@ def _sort_key(sort: str) -> Any:
 # or a range costs what it returns. {where} narrows the positions, {having} the outcomes.
 _CASE_ROWS_SQL = """
 SELECT MIN(c.id), c.position,
-  SUM(CASE WHEN r.status IN (%s, %s, %s) THEN 1 ELSE 0 END),
-  MAX(CASE WHEN r.variant = 0 THEN (CASE r.status WHEN %s THEN 1 WHEN %s THEN 2 WHEN %s THEN 3 END) END),
-  MIN(CASE WHEN r.variant = 0 THEN (CASE r.status WHEN %s THEN 1 WHEN %s THEN 2 WHEN %s THEN 3 END) END),
-  AVG(CASE WHEN r.variant = 0 AND r.status IN (%s, %s, %s) THEN r.score END),
-  AVG(CASE WHEN r.variant = 0 AND r.status IN (%s, %s, %s) THEN r.duration_ms END),
-  MIN(c.number)
+{outcome_columns}
 FROM {case} c INNER JOIN {result} r ON r.case_id = c.id
 WHERE c.run_id = %s AND c.position >= %s{where}
 GROUP BY c.position{having}
@@ -243,7 +242,12 @@ def _case_rows(run: Run, *, start: int, stop: int | None = None, filter_name: st
         limit_sql = " LIMIT %s"
         params.append(limit)
     sql = _CASE_ROWS_SQL.format(
-        case=RunCase._meta.db_table, result=Result._meta.db_table, where=where, having=having, limit=limit_sql
+        case=RunCase._meta.db_table,
+        result=Result._meta.db_table,
+        outcome_columns=_OUTCOME_COLUMNS,
+        where=where,
+        having=having,
+        limit=limit_sql,
     )
     with connections[Result.objects.db].cursor() as cursor:
         cursor.execute(sql, params)
