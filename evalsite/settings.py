@@ -374,5 +374,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"LiteLLM": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
+    # A line per model call from the HTTP stack under litellm (httpx, and the httpx2 fork newer
+    # openai releases bundle) would drown the worker's log; evalsite.llm logs each call once.
+    "loggers": {name: {"level": "WARNING"} for name in ("LiteLLM", "httpx", "httpcore", "httpx2", "httpcore2")},
 }

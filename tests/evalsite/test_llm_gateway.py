@@ -50,6 +50,17 @@ def test_it_answers_and_records_tokens(fake_llm):
     assert fake_llm.requests[0].headers["authorization"] == "Bearer test-key"
 
 
+def test_a_call_logs_one_line_of_ours_and_none_of_the_http_stack(fake_llm, caplog):
+    # The worker logs at INFO: the HTTP client under litellm (httpx, or the httpx2 fork that
+    # newer openai releases bundle) would add a line per call to every case's log.
+    with caplog.at_level("INFO"):
+        llm.complete(HELLO, task="agent")
+
+    names = {record.name for record in caplog.records}
+    assert "evalsite.llm" in names
+    assert not {name for name in names if name.startswith(("httpx", "httpcore"))}
+
+
 def test_it_sends_task_and_trace_headers(fake_llm):
     llm.complete(HELLO, task="agent", trace={"run": 12, "case": 7, "repeat_no": 2})
 
