@@ -15,7 +15,10 @@ test_run_api_endpoints.py):
 Figures only; the query counts are asserted in the tests, wall times nowhere.
 """
 
+import argparse
+import cProfile
 import os
+import pstats
 import random
 import statistics
 import sys
@@ -36,8 +39,11 @@ BUDGETS = {"run page": 19, "run page poll": 8, "run list": None, "run list poll"
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile", metavar="REQUEST", help='profile one request ("run page"...), no timings')
+    args = parser.parse_args()
     django_in_process("evalsite-bench-5000-")
-    _measure_all(*_data())
+    _measure_all(*_data(), profile=args.profile)
 
 
 def _data() -> tuple[Any, Any, str]:
@@ -58,7 +64,7 @@ def _data() -> tuple[Any, Any, str]:
     return user, running, raw
 
 
-def _measure_all(user: Any, run: Any, token: str) -> None:
+def _measure_all(user: Any, run: Any, token: str, profile: str | None = None) -> None:
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
@@ -90,6 +96,13 @@ def _measure_all(user: Any, run: Any, token: str) -> None:
         "API status": lambda: api_client.get(f"/api/runs/{run.pk}/status", **api),
         "API run detail": lambda: api_client.get(f"/api/runs/{run.pk}", **api),
     }
+    if profile:
+        for _ in range(5):
+            requests[profile]()
+        profiler = cProfile.Profile()
+        profiler.runcall(lambda: [requests[profile]() for _ in range(REPEATS)])
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(45)
+        return
     print(f"{CASES:,} cases, {FINISHED:,} finished; load average {os.getloadavg()[0]:.1f}", flush=True)
     for name, send in requests.items():
         for _ in range(5):

@@ -12,6 +12,7 @@ from celery.signals import (
     worker_before_create_process,
     worker_init,
     worker_shutdown,
+    worker_shutting_down,
 )
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
@@ -45,6 +46,15 @@ def _heartbeat_start(**kwargs: object) -> None:
     from evalsite import workers
 
     workers.worker_start()
+
+
+@worker_shutting_down.connect
+def _lanes_stop(**kwargs: object) -> None:
+    # In the main process as a warm shutdown begins; the pool children see it before their
+    # next case (evalsite/workers.py), so the worker waits for the cases in hand, no more.
+    from evalsite import workers
+
+    workers.shutdown_begin()
 
 
 @worker_shutdown.connect

@@ -12,6 +12,7 @@ live case is never taken for dead.
 from __future__ import annotations
 
 import logging
+import mmap
 import os
 import socket
 import threading
@@ -29,6 +30,11 @@ logger = logging.getLogger(__name__)
 # Empty outside a worker (web, tests driving cases in-process): such claims fall back to the timeout.
 WORKER_ID = ""
 _stop = threading.Event()
+# One byte shared by the worker's main process and every pool child it forks (an anonymous
+# mapping is MAP_SHARED, and a fork keeps it shared): set when a warm shutdown begins, so a
+# child running a lane of a run stops taking the run's next cases and hands them on to
+# another worker (runs/services/execution.py) instead of running on for its lane time.
+_shutting_down = mmap.mmap(-1, 1)
 
 
 def worker_start() -> str:
@@ -43,8 +49,23 @@ def worker_start() -> str:
     WorkerHeartbeat.objects.filter(last_seen__lt=now - timedelta(days=1)).delete()
     connections.close_all()  # the pool children must not inherit this connection
     _stop.clear()
+    shutdown_forget()
     threading.Thread(target=_beat, name="worker-heartbeat", daemon=True).start()
     return WORKER_ID
+
+
+def shutdown_begin() -> None:
+    """In the main process, when a warm shutdown begins (SIGTERM, Ctrl-C): seen by every child."""
+    _shutting_down[0] = 1
+
+
+def shutdown_forget() -> None:
+    _shutting_down[0] = 0
+
+
+def shutting_down() -> bool:
+    """Whether this worker is in a warm shutdown: finish what is in hand, take nothing new."""
+    return _shutting_down[0] == 1
 
 
 def worker_stop() -> None:

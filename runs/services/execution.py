@@ -6,7 +6,7 @@ overfilled) and runs it in the same process, without a round trip through Redis.
 keeps its token for every case it claims, so the task's message, redelivered after its pool
 child died, takes up whichever case the lane was running. After EVALSITE_RUN_LANE_SECONDS
 a lane hands its slot on through a new task message instead, so a case never starts late
-in a task's time limit.
+in a task's time limit, and at once when its worker begins a warm shutdown.
 """
 
 from __future__ import annotations
@@ -53,10 +53,10 @@ def run_execute_case(*, result_id: int, token: str, retry: bool = False) -> None
         return
     with _claim_heartbeat(result.run_id, token):
         while result is not None:
-            result = _case_run(result, token, chain=time.monotonic() < hand_on_at)
+            result = _case_run(result, token, hand_on_at=hand_on_at)
 
 
-def _case_run(result: Result, token: str, *, chain: bool) -> Result | None:
+def _case_run(result: Result, token: str, *, hand_on_at: float) -> Result | None:
     """Run one claimed case and save it; the lane's next claimed case, if it goes on."""
     if budget.claim_over_budget(result, token):
         return None
@@ -88,6 +88,9 @@ def _case_run(result: Result, token: str, *, chain: bool) -> Result | None:
             logger.exception("Case result=%s of run=%s failed unexpectedly", result.pk, run.pk)
             message = "An internal error stopped this case. The details are in the worker log."
             outcome = engine.Outcome(status=Result.Status.ERROR, question=result.question, error=message)
+    # Decided as the case ends: past the lane's time, or when the worker has begun a warm
+    # shutdown meanwhile, the next case goes out as a message instead (another worker's).
+    chain = time.monotonic() < hand_on_at and not workers.shutting_down()
     if not _result_save(result, token, outcome, chain=chain):
         return None
     # The lane's next case, of the same run: what the engine reads of the run (its agent,

@@ -26,10 +26,16 @@ def test_a_sigtermed_worker_finishes_its_cases_and_a_new_worker_completes_the_ru
         what="4 finished cases",
     )
     in_flight_before = {r.trace["case"] for r in fake_llm.requests if r.task == "agent" and r.seq_out is None}
+    asked_before = fake_llm.count(task="agent")
 
     first.terminate(timeout=90)
     assert first.process.returncode is not None
     assert "Warm shutdown" in first.read_log()
+    # It finished the cases in hand and started no new one: its lanes handed the run's next
+    # cases on (one may have been starting as the signal came) instead of running on for
+    # their lane time, which would have run all 16 here before the worker let go.
+    assert fake_llm.count(task="agent") - asked_before <= 1
+    assert Result.objects.filter(run=run, status=Result.Status.QUEUED).exists()
     # A warm shutdown lets the cases it was running finish: none is left half-claimed.
     for case_key in in_flight_before:
         result = Result.objects.get(pk=int(case_key))

@@ -3,6 +3,7 @@
 import pytest
 
 from agents.models import Agent, AgentVersion
+from evalsite import workers
 from runs import services
 from runs.models import Result, Run
 from tests.runs.conftest import drive
@@ -56,6 +57,21 @@ def test_after_its_lane_time_a_task_hands_its_slot_on_through_a_new_message(make
     assert statuses == ["pass", "queued", "queued", "queued", "pending"]
     run.refresh_from_db()
     assert (run.status, run.completed) == (Run.Status.RUNNING, 1)
+
+
+def test_a_worker_shutting_down_hands_its_slot_on_instead_of_taking_the_next_case(make_dataset, alice, no_llm):
+    # A warm shutdown (SIGTERM, a deploy) waits for the tasks in flight: a lane that went on
+    # would keep the worker up for its whole lane time, running cases another worker could.
+    run = _start(make_dataset(5), alice)
+    first = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
+    workers.shutdown_begin()
+    try:
+        services.run_execute_case(result_id=first.pk, token=first.token)
+    finally:
+        workers.shutdown_forget()
+
+    statuses = list(Result.objects.filter(run=run).order_by("id").values_list("status", flat=True))
+    assert statuses == ["pass", "queued", "queued", "queued", "pending"]
 
 
 def test_every_queued_case_has_a_token_of_its_own(make_dataset, alice, no_llm):
