@@ -51,12 +51,7 @@ def main() -> None:
     args = parser.parse_args()
     use_embedded_redis_unless_set()
     fake = FakeServer(0.0)
-    os.environ.update(
-        EVALSITE_LLM_MODEL="openai/fake-agent",
-        EVALSITE_JUDGE_MODEL="openai/fake-judge",
-        EVALSITE_LLM_API_BASE=fake.url,
-        EVALSITE_LLM_API_KEY="bench",
-    )
+    os.environ.update(fake.models)
     try:
         django_in_process("evalsite-bench-llm-")
         _bench(args, fake.url)

@@ -388,12 +388,7 @@ def _bench() -> None:
     print(f"Queries: poll {queries[0]}, page {queries[1]}", flush=True)
 
     fake = FakeServer(LATENCY)
-    models = {
-        "EVALSITE_LLM_MODEL": "openai/fake-agent",
-        "EVALSITE_JUDGE_MODEL": "openai/fake-judge",
-        "EVALSITE_LLM_API_BASE": fake.url,
-        "EVALSITE_LLM_API_KEY": "bench",
-    }
+    models = fake.models
     for name, value in models.items():
         setattr(settings, name, value)  # run_start decides the scorer in this process
     processes: list[Any] = [fake]

@@ -65,12 +65,7 @@ def _measure(cases: int, latency: float, worker_concurrency: int) -> dict[str, f
     from tests.worker import WorkerProcess
 
     fake = FakeServer(latency)
-    models = {
-        "EVALSITE_LLM_MODEL": "openai/fake-agent",
-        "EVALSITE_JUDGE_MODEL": "openai/fake-judge",
-        "EVALSITE_LLM_API_BASE": fake.url,
-        "EVALSITE_LLM_API_KEY": "bench",
-    }
+    models = fake.models
     for name, value in models.items():
         setattr(settings, name, value)  # the API process decides the scorer from these
     worker = WorkerProcess(concurrency=worker_concurrency, env=models).start()

@@ -210,13 +210,7 @@ def measure(cases: int, latency: float, concurrency: int, env: dict[str, str], a
     from runs.models import Run
 
     fake = FakeServer(latency)
-    models = {
-        "EVALSITE_LLM_MODEL": "openai/fake-agent",
-        "EVALSITE_JUDGE_MODEL": "openai/fake-judge",
-        "EVALSITE_LLM_API_BASE": fake.url,
-        "EVALSITE_LLM_API_KEY": "bench",
-        "EVALSITE_RUN_SUMMARY": "false",
-    }
+    models = {**fake.models, "EVALSITE_RUN_SUMMARY": "false"}
     for name, value in models.items():
         setattr(settings, name, value if name != "EVALSITE_RUN_SUMMARY" else False)
     log = Path(tempfile.mkdtemp(prefix="evalsite-membench-log-")) / "worker.log"

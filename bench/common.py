@@ -99,6 +99,16 @@ class FakeServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    @property
+    def models(self) -> dict[str, str]:
+        """The settings (as environment variables) that point the agent and judge at this server."""
+        return {
+            "EVALSITE_LLM_MODEL": "openai/fake-agent",
+            "EVALSITE_JUDGE_MODEL": "openai/fake-judge",
+            "EVALSITE_LLM_API_BASE": self.url,
+            "EVALSITE_LLM_API_KEY": "bench",
+        }
+
     def stop(self) -> None:
         self.process.terminate()
         try:

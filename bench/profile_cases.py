@@ -39,12 +39,7 @@ def main() -> None:
     os.environ["CELERY_QUEUE"] = f"evalsite-prof-{os.getpid()}"
     use_embedded_redis_unless_set()
     fake = FakeServer(0.0)
-    os.environ.update(
-        EVALSITE_LLM_MODEL="openai/fake-agent",
-        EVALSITE_JUDGE_MODEL="openai/fake-judge",
-        EVALSITE_LLM_API_BASE=fake.url,
-        EVALSITE_LLM_API_KEY="bench",
-    )
+    os.environ.update(fake.models)
     try:
         _profile(args)
     finally:

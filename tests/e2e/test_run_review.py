@@ -96,6 +96,13 @@ def test_cards_are_one_line_with_expand_all_and_filters_kept_in_the_address(
     page.wait_for_url("**?expand=1")
     expect(page.locator("details.result-details[open]")).to_have_count(10)
     page.screenshot(path=SHOTS / f"run-expanded-{width}.png", full_page=True)
+    # A scorer's name is one word a line: "ROUGE-L" is not broken at its hyphen on a phone.
+    rouge = cards.nth(0).locator(".scorer-table th", has_text="ROUGE-L")
+    lines = rouge.evaluate(
+        "th => { const r = document.createRange(); r.selectNodeContents(th); return r.getClientRects().length; }"
+    )
+    assert lines == 1, lines
+    rouge.locator("xpath=ancestor::table").screenshot(path=SHOTS / f"run-scorers-{width}.png")
 
     page.locator("#result-filters").get_by_role("link", name="Not run").click()
     page.wait_for_url("**?filter=not_run&expand=1")
