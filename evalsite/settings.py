@@ -244,23 +244,26 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_CONSUMER = "evalsite.worker_consumer:Consumer"
 # One task is one case or one parse, bounded by the hard time limit; the visibility
 # timeout must outlast it or Redis hands the message to a second worker.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 7200)}
+# Redis keeps a list per priority step and a worker takes from the lowest step first (0 is
+# the most urgent): every task is sent at 6; the reapers and the cases the runs' reaper
+# takes back from a lost worker at 0 (evalsite.tasks.URGENT), ahead of the lanes waiting
+# for their turn.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 7200),
+    "priority_steps": [0, 3, 6, 9],
+}
+CELERY_TASK_DEFAULT_PRIORITY = 6
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "evalsite")
+# Every reaper, at the front of the queue (it is short, and what it re-queues is late already).
 CELERY_BEAT_SCHEDULE = {
-    "reap-stale-work": {"task": "runs.tasks.run_reap", "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5)},
-    "reap-stale-datasets": {"task": "datasets.tasks.dataset_reap", "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5)},
-    "reap-stale-rule-maps": {
-        "task": "datasets.tasks.dataset_rule_map_reap",
-        "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5),
-    },
-    "reap-stale-playground": {
-        "task": "playground.tasks.exchange_reap",
-        "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5),
-    },
-    "reap-rewrite-jobs": {
-        "task": "suggestions.tasks.rewrite_job_reap",
-        "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5),
-    },
+    name: {"task": task, "schedule": env_int("EVALSITE_REAPER_INTERVAL", 5), "options": {"priority": 0}}
+    for name, task in {
+        "reap-stale-work": "runs.tasks.run_reap",
+        "reap-stale-datasets": "datasets.tasks.dataset_reap",
+        "reap-stale-rule-maps": "datasets.tasks.dataset_rule_map_reap",
+        "reap-stale-playground": "playground.tasks.exchange_reap",
+        "reap-rewrite-jobs": "suggestions.tasks.rewrite_job_reap",
+    }.items()
 }
 
 # The LLM gateway (evalsite/llm.py). Empty model = no model configured.

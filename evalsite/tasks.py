@@ -3,6 +3,10 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 HEALTH_KEY_PREFIX = "evalsite:health:"
+# The message priority of what must not wait its turn (the reapers, and the cases the runs'
+# reaper takes back from a lost worker); every other task is sent at
+# CELERY_TASK_DEFAULT_PRIORITY (6). Redis serves the lower number first (settings.py).
+URGENT = 0
 
 # The options of a task that retries database errors (a restarting database, a dropped
 # connection) with backoff: `@shared_task(**DATABASE_RETRY)`. Only for idempotent tasks.

@@ -9,6 +9,7 @@ from django.db.models import Case, Value, When
 from django.utils import timezone
 
 from evalsite.enqueue import after_commit, enqueue_on_commit
+from evalsite.tasks import URGENT
 from runs.models import Result, Run
 
 UNFINISHED = (Result.Status.PENDING, *Result.IN_FLIGHT_STATUSES)
@@ -36,10 +37,12 @@ def queue_pending(run_id: int, slots: int) -> int:
     return len(ids)
 
 
-def queue(result_ids: list[int], *, status: str | tuple[str, ...]) -> None:
+def queue(result_ids: list[int], *, status: str | tuple[str, ...], urgent: bool = False) -> None:
     """Queue these results (still in `status`), each with a token of its own, and send their
     messages after commit. A token names one lane of the window: the task that claims the
-    result keeps it for the cases it runs after it (runs/services/execution.py)."""
+    result keeps it for the cases it runs after it (runs/services/execution.py). `urgent`:
+    cases taken back from a lost worker, whose messages go ahead of the lanes waiting for
+    their turn (their run has a slot of its window empty until one runs them)."""
     if not result_ids:
         return
     tokens = {result_id: uuid.uuid4().hex for result_id in result_ids}
@@ -49,16 +52,18 @@ def queue(result_ids: list[int], *, status: str | tuple[str, ...]) -> None:
         token=Case(*(When(pk=result_id, then=Value(token)) for result_id, token in tokens.items())),
         queued_at=timezone.now(),
     )
-    enqueue_cases(tokens)
+    enqueue_cases(tokens, urgent=urgent)
 
 
-def enqueue_cases(tokens: dict[int, str]) -> None:
+def enqueue_cases(tokens: dict[int, str], *, urgent: bool = False) -> None:
     """Send one task message per (result id, token), after commit."""
     from runs.tasks import run_execute_case as run_execute_case_task
 
+    options = {"priority": URGENT} if urgent else {}
+
     def send() -> None:
         for result_id, token in tokens.items():
-            run_execute_case_task.delay(result_id, token)
+            run_execute_case_task.apply_async((result_id, token), **options)
 
     # Robust: if Redis is down the rows stay queued and the reaper sends them again.
     after_commit(send)

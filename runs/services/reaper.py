@@ -67,7 +67,7 @@ def _run_reconcile(run_id: int, claim_cutoff: Any, queue_cutoff: Any, live_worke
         stale_ids = list(Result.objects.filter(stale, run=run).values_list("id", flat=True))
         if stale_ids:
             # New tokens: if the old message or worker ever comes back, its claim or save finds nothing.
-            queue(stale_ids, status=Result.IN_FLIGHT_STATUSES)
+            queue(stale_ids, status=Result.IN_FLIGHT_STATUSES, urgent=True)
             logger.warning("Reaper re-queued %d stale case(s) of run %s", len(stale_ids), run_id)
         queued, in_flight = fill_window(run)
         if queued == 0 and in_flight == 0:

@@ -9,6 +9,7 @@ import redis
 from agents.models import Agent
 from runs import services
 from runs.models import Result, Run
+from tests.broker import waiting
 from tests.runs.conftest import wait_settled
 from tests.waiting import wait_for
 
@@ -41,7 +42,7 @@ def test_a_restarted_redis_loses_no_case_and_scores_each_exactly_once(
     )
     if window != "shipped":
         client = redis.Redis.from_url(own_redis.url)
-        wait_for(lambda: client.llen(settings.CELERY_TASK_DEFAULT_QUEUE) >= 1, what="a case message waiting in Redis")
+        wait_for(lambda: waiting(client) >= 1, what="a case message waiting in Redis")
         client.close()
     passed_before = Result.objects.filter(run=run, status=Result.Status.PASS).count()
 

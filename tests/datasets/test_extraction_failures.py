@@ -10,6 +10,7 @@ import pytest
 
 from datasets.extraction.services import dataset_extract
 from datasets.models import Dataset, Document, TestCase
+from tests.broker import take, waiting
 from tests.datasets import files
 from tests.datasets.extraction_helpers import extract, media_root, uploaded_dataset  # noqa: F401
 
@@ -205,15 +206,15 @@ def test_jobs_whose_message_was_lost_are_sent_again(agent, settings):
     Dataset.objects.filter(pk=running.pk).update(job_started_at=timezone.now())
     broker = redis.Redis.from_url(settings.REDIS_CLIENT_URL)
     queue = settings.CELERY_TASK_DEFAULT_QUEUE
-    before = broker.llen(queue)
+    before = waiting(broker, queue)
 
     with time_machine.travel(timezone.now() + timezone.timedelta(seconds=300)):
         ids = dataset_reap()
 
     assert ids == [never_started.pk]
     # The real message on the real broker (kombu LPUSHes; no worker consumes this queue here).
-    assert broker.llen(queue) == before + 1
-    message = json.loads(broker.lpop(queue))
+    assert waiting(broker, queue) == before + 1
+    message = json.loads(take(broker, queue))
     assert message["headers"]["task"] == "datasets.tasks.dataset_extract"
     # The dataset travels as the task's one argument, as when the job was first sent (datasets.jobs).
     assert message["headers"]["argsrepr"] == f"({never_started.pk},)"

@@ -10,6 +10,7 @@ import redis
 from django.conf import settings
 
 from evalsite.tasks import HEALTH_KEY_PREFIX, health_check
+from tests.broker import queue_keys
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.worker
@@ -28,8 +29,9 @@ def _wait_for_key(client: redis.Redis, key: str) -> bytes:
 
 def _queued_args(client: redis.Redis) -> list[list[object]]:
     """The positional arguments of the task messages waiting in the suite's queue
-    (kombu's Redis transport: a JSON envelope around a base64 JSON [args, kwargs, embed])."""
-    messages = client.lrange(settings.CELERY_TASK_DEFAULT_QUEUE, 0, -1)
+    (kombu's Redis transport: a JSON envelope around a base64 JSON [args, kwargs, embed]),
+    at every priority (tests/broker.py)."""
+    messages = [raw for key in queue_keys() for raw in client.lrange(key, 0, -1)]
     return [json.loads(base64.b64decode(json.loads(raw)["body"]))[0] for raw in messages]
 
 

@@ -1,11 +1,15 @@
 """Runs driven by a real Celery worker process on Redis against the fake LLM server."""
 
+from datetime import timedelta
+
 import pytest
 import redis
+from django.utils import timezone
 
 from agents.models import Agent
 from runs import services
 from runs.models import Result, Run
+from tests.broker import waiting
 from tests.runs.conftest import wait_settled
 from tests.waiting import wait_for
 
@@ -228,8 +232,7 @@ def test_a_flushed_redis_loses_no_case(celery_worker, fake_llm, make_dataset, al
     wait_for(lambda: Result.objects.filter(run=run, status=Result.Status.PASS).count() >= 2, what="2 finished cases")
 
     client = redis.Redis.from_url(settings.REDIS_CLIENT_URL)
-    queue = settings.CELERY_TASK_DEFAULT_QUEUE
-    wait_for(lambda: client.llen(queue) >= 1, what="a case message waiting in Redis")
+    wait_for(lambda: waiting(client) >= 1, what="a case message waiting in Redis")
     client.flushall()  # that message is gone: only the reaper can bring its case back
     client.close()
     run = wait_settled(run, worker=worker)
@@ -243,3 +246,27 @@ def test_a_flushed_redis_loses_no_case(celery_worker, fake_llm, make_dataset, al
             if r.task == "judge" and r.trace.get("case") == str(result.pk) and r.status == 200
         ]
         assert len(answered) == 1
+
+
+def test_a_case_taken_back_from_a_dead_worker_goes_ahead_of_the_waiting_lanes(
+    celery_worker, fake_llm, make_dataset, alice, settings
+):
+    # With more lanes than worker processes (20 runs on 12), the queue always holds lanes
+    # waiting for their turn: a case the reaper takes back from a killed worker goes to the
+    # front, or its run waits behind all of them with a slot of its window empty. One worker
+    # process (not the shipped 4) makes the order the worker takes its messages in visible.
+    dataset = make_dataset(6, kind=Agent.Kind.LLM)
+    waiting = _start(dataset, alice)  # its 3 messages wait in Redis: no worker yet
+    lost = _start(make_dataset(1, kind=Agent.Kind.LLM), alice)
+    # Say a worker that died long ago had claimed the lost run's case.
+    stale = timezone.now() - timedelta(seconds=settings.EVALSITE_STALE_CLAIM_SECONDS + 1)
+    Result.objects.filter(run=lost).update(status=Result.Status.RUNNING, claimed_at=stale, attempts=1)
+    assert services.run_reap() == 1
+
+    worker = celery_worker(concurrency=1)
+    lost = wait_settled(lost, worker=worker)
+
+    assert lost.status == Run.Status.COMPLETED
+    first = min((r for r in fake_llm.requests if r.task == "agent"), key=lambda r: r.seq_in)
+    assert first.trace["run"] == str(lost.pk), "the lost case waited behind the queued lanes"
+    assert wait_settled(waiting, worker=worker).completed == 6
