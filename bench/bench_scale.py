@@ -139,7 +139,9 @@ def _bench(args: argparse.Namespace) -> int:  # noqa: C901  (one scenario, read 
         if (run.status, run.completed, run.errored) != (Run.Status.COMPLETED, args.cases, 0):
             failures.append(f"run {run.pk}: {run.status}, {run.completed}/{args.cases}, {run.errored} errors")
     asked = collections.Counter(int(r.trace.get("case", 0)) for r in fake.requests if r.task == "agent")
-    results = list(Result.objects.filter(run__in=runs).values("pk", "attempts", "claimed_by", "finished_at"))
+    results = list(
+        Result.objects.filter(run__in=runs).values("pk", "attempts", "claimed_by", "queued_at", "finished_at")
+    )
     again = {r["pk"] for r in results if r["attempts"] > 1}
     doubled = {pk for pk, count in asked.items() if count > 1}
     missing = [r["pk"] for r in results if asked[r["pk"]] == 0]
@@ -164,11 +166,14 @@ def _bench(args: argparse.Namespace) -> int:  # noqa: C901  (one scenario, read 
     )
     reaper = settings.CELERY_BEAT_SCHEDULE["reap-stale-work"]["schedule"]
     if killed_at is not None and in_flight_at_kill:
-        last = max(r["finished_at"] for r in results if r["pk"] in set(in_flight_at_kill))
+        lost = [r for r in results if r["pk"] in set(in_flight_at_kill)]
+        requeued = max(r["queued_at"] for r in lost)
+        last = max(r["finished_at"] for r in lost)
         print(
-            f"the killed worker's {len(in_flight_at_kill)} cases were finished elsewhere "
-            f"{(last - killed_wall).total_seconds():.1f} s after the kill (heartbeat TTL "
-            f"{settings.EVALSITE_WORKER_HEARTBEAT_TTL:g} s + reaper every {reaper:g} s)",
+            f"the killed worker's {len(in_flight_at_kill)} cases were re-queued "
+            f"{(requeued - killed_wall).total_seconds():.1f} s after the kill (heartbeat TTL "
+            f"{settings.EVALSITE_WORKER_HEARTBEAT_TTL:g} s + reaper every {reaper:g} s) and finished elsewhere "
+            f"{(last - killed_wall).total_seconds():.1f} s after it",
             flush=True,
         )
     bench_result(

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Case, Q, Value, When
 from django.utils import timezone
 
 from evalsite import llm, workers
@@ -38,36 +38,51 @@ def run_reap() -> int:
         # heartbeat is old and proves nothing. Judge claims by their own timeout this pass.
         live = None
     dead = workers.dead_workers() if live is not None else []
+    resend_cutoff = queue_cutoff
     if dead:
         # A killed worker also held messages it had taken from Redis but not started: late acks
         # keep them out of every queue until the visibility timeout (hours). Send again, once,
         # every case queued before it died; a copy still waiting in Redis just finds a new token.
         died = max(worker.last_seen for worker in dead)
-        queue_cutoff = max(queue_cutoff, died + timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_INTERVAL))
+        resend_cutoff = max(queue_cutoff, died + timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_INTERVAL))
     queued = 0
     for run_id in Run.objects.filter(status__in=Run.ACTIVE_STATUSES).values_list("id", flat=True):
-        queued += _run_reconcile(run_id, claim_cutoff, queue_cutoff, live)
+        queued += _run_reconcile(run_id, claim_cutoff, queue_cutoff, resend_cutoff, live)
     workers.workers_forget(dead)
     _reap_settled(now, claim_cutoff)
     return queued
 
 
-def _run_reconcile(run_id: int, claim_cutoff: Any, queue_cutoff: Any, live_workers: list[str] | None) -> int:
+def _run_reconcile(
+    run_id: int, claim_cutoff: Any, queue_cutoff: Any, resend_cutoff: Any, live_workers: list[str] | None
+) -> int:
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id, status__in=Run.ACTIVE_STATUSES).first()
         if run is None:
             return 0
-        # A claim is stale when its own heartbeat stopped, or at once when the worker that holds
-        # it has stopped beating (killed); claims made outside a worker have no worker to ask.
-        stale = Q(status=Result.Status.RUNNING, claimed_at__lt=claim_cutoff) | Q(
+        # Lost: a claim whose own heartbeat stopped, or at once one whose worker has stopped
+        # beating (killed; claims made outside a worker have no worker to ask), and a message
+        # that never reached a worker. Their run is a slot short: they go to the front.
+        lost = Q(status=Result.Status.RUNNING, claimed_at__lt=claim_cutoff) | Q(
             status=Result.Status.QUEUED, queued_at__lt=queue_cutoff
         )
         if live_workers is not None:
-            stale |= Q(status=Result.Status.RUNNING) & ~Q(claimed_by="") & ~Q(claimed_by__in=live_workers)
-        stale_ids = list(Result.objects.filter(stale, run=run).values_list("id", flat=True))
+            lost |= Q(status=Result.Status.RUNNING) & ~Q(claimed_by="") & ~Q(claimed_by__in=live_workers)
+        # Queued before a worker died: most still wait their turn in Redis, so the copies sent
+        # (in case the dead worker held one) take their turn at the back, not the front.
+        resend = Q(status=Result.Status.QUEUED, queued_at__lt=resend_cutoff)
+        stale = list(
+            Result.objects.filter(lost | resend, run=run)
+            .annotate(is_lost=Case(When(lost, then=Value(True)), default=Value(False)))
+            .values_list("id", "is_lost")
+        )
+        lost_ids = [pk for pk, is_lost in stale if is_lost]
+        resent_ids = [pk for pk, is_lost in stale if not is_lost]
+        stale_ids = lost_ids + resent_ids
         if stale_ids:
             # New tokens: if the old message or worker ever comes back, its claim or save finds nothing.
-            queue(stale_ids, status=Result.IN_FLIGHT_STATUSES, urgent=True)
+            queue(lost_ids, status=Result.IN_FLIGHT_STATUSES, urgent=True)
+            queue(resent_ids, status=Result.Status.QUEUED)
             logger.warning("Reaper re-queued %d stale case(s) of run %s", len(stale_ids), run_id)
         queued, in_flight = fill_window(run)
         if queued == 0 and in_flight == 0:

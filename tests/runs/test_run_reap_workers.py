@@ -1,14 +1,18 @@
 """The reaper and worker heartbeats: a claim whose worker stopped beating is re-queued at once."""
 
+import base64
+import json
 from datetime import timedelta
 
 import pytest
+import redis
 from django.utils import timezone
 
 from evalsite import workers
 from evalsite.models import WorkerHeartbeat
 from runs import services
 from runs.models import Result
+from tests.broker import queue_keys
 
 pytestmark = pytest.mark.django_db
 
@@ -101,3 +105,35 @@ def test_cases_queued_after_the_death_are_not_sent_again(make_dataset, alice, no
     dataset = make_dataset(5)
     services.run_start(agent=dataset.agent, dataset=dataset, user=alice)  # queued now, long after the death
     assert services.run_reap() == 0
+
+
+def test_a_lost_claim_goes_to_the_front_of_the_queue_and_the_copies_sent_after_a_death_do_not(
+    make_dataset, alice, no_llm, settings, django_capture_on_commit_callbacks
+):
+    # Its run is a slot short until a worker runs the lost case; the cases queued before the
+    # death mostly still wait their turn in Redis, and their copies must not jump it.
+    dataset = make_dataset(5)
+    run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
+    a_while_ago = timezone.now() - timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_TTL + 10)
+    Result.objects.filter(run=run, status=Result.Status.QUEUED).update(queued_at=a_while_ago)
+    lost = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
+    Result.objects.filter(pk=lost.pk).update(status=Result.Status.RUNNING, claimed_by="killed:4", attempts=1)
+    _beat("killed:4", settings.EVALSITE_WORKER_HEARTBEAT_TTL + 5)
+    client = redis.Redis.from_url(settings.REDIS_CLIENT_URL)
+    client.delete(*queue_keys())
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.run_reap() == 3
+
+    urgent, *later = queue_keys()
+    assert [_case_of(raw) for raw in client.lrange(urgent, 0, -1)] == [lost.pk]
+    assert sorted(_case_of(raw) for key in later for raw in client.lrange(key, 0, -1)) == sorted(
+        Result.objects.filter(run=run, status=Result.Status.QUEUED).exclude(pk=lost.pk).values_list("pk", flat=True)
+    )
+    client.delete(*queue_keys())
+    client.close()
+
+
+def _case_of(raw: bytes) -> int:
+    """The result id a run_execute_case message carries (kombu's JSON envelope, base64 body)."""
+    return json.loads(base64.b64decode(json.loads(raw)["body"]))[0][0]
