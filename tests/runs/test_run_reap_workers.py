@@ -28,6 +28,15 @@ def _claimed(make_dataset, alice, *, by: str) -> Result:
     return result
 
 
+def _queued_a_while_ago(make_dataset, alice, settings):
+    """A run whose 3 queued cases were queued before a worker's last heartbeat (made after)."""
+    dataset = make_dataset(5)
+    run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
+    a_while_ago = timezone.now() - timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_TTL + 10)
+    Result.objects.filter(run=run, status=Result.Status.QUEUED).update(queued_at=a_while_ago)
+    return run
+
+
 def _beat(name: str, seconds_ago: float) -> None:
     seen = timezone.now() - timedelta(seconds=seconds_ago)
     WorkerHeartbeat.objects.create(name=name, started_at=seen, last_seen=seen)
@@ -88,10 +97,7 @@ def test_cases_queued_before_a_worker_died_are_sent_again_once(
     make_dataset, alice, no_llm, settings, django_capture_on_commit_callbacks
 ):
     # The dead worker had taken these messages from Redis but not started them.
-    dataset = make_dataset(5)
-    run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
-    a_while_ago = timezone.now() - timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_TTL + 10)
-    Result.objects.filter(run=run, status=Result.Status.QUEUED).update(queued_at=a_while_ago)
+    _queued_a_while_ago(make_dataset, alice, settings)
     _beat("killed:2", settings.EVALSITE_WORKER_HEARTBEAT_TTL + 5)  # beat after they were queued, then died
 
     with django_capture_on_commit_callbacks(execute=False):
@@ -112,10 +118,7 @@ def test_a_lost_claim_goes_to_the_front_of_the_queue_and_the_copies_sent_after_a
 ):
     # Its run is a slot short until a worker runs the lost case; the cases queued before the
     # death mostly still wait their turn in Redis, and their copies must not jump it.
-    dataset = make_dataset(5)
-    run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
-    a_while_ago = timezone.now() - timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_TTL + 10)
-    Result.objects.filter(run=run, status=Result.Status.QUEUED).update(queued_at=a_while_ago)
+    run = _queued_a_while_ago(make_dataset, alice, settings)
     lost = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
     Result.objects.filter(pk=lost.pk).update(status=Result.Status.RUNNING, claimed_by="killed:4", attempts=1)
     _beat("killed:4", settings.EVALSITE_WORKER_HEARTBEAT_TTL + 5)
