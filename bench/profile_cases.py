@@ -1,24 +1,33 @@
 """Profile the work of one case in this process (no Celery), to find where worker CPU goes.
 
     .venv/bin/python bench/profile_cases.py [--cases 200] [--sort tottime] [--out var/cases.prof]
+    .venv/bin/python bench/profile_cases.py --steps --latency 0.2 --cases 60   # a lane's steps, timed
 
 Starts a run of `cases` cases against the fake LLM at 0 ms latency and executes each
 queued result here with `run_execute_case`, as a pool child would, under cProfile:
 the claim, the agent and judge calls through litellm, the save and refill. The
 messages the refill sends go to a queue nobody reads. Prints CPU ms per case and the
-top functions. SQLite and an embedded Redis unless DATABASE_URL / REDIS_URL are set.
+top functions. `--steps` instead times, without cProfile, the steps of a lane that are not
+model calls (the save's transaction, reading the next case) and the whole engine call, and
+prints their medians; with `--latency 0.2` that is what a lane spends between two cases
+at the peer bench's latency. SQLite and an embedded Redis unless DATABASE_URL / REDIS_URL
+are set.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import cProfile
 import os
 import pstats
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -33,12 +42,14 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--out", default="")
     parser.add_argument("--no-profile", action="store_true", help="only time the cases (cProfile roughly doubles CPU)")
+    parser.add_argument("--latency", type=float, default=0.0, help="the fake model's latency, seconds")
+    parser.add_argument("--steps", action="store_true", help="time a lane's steps (median ms), no cProfile")
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
     os.environ.setdefault("DATABASE_URL", f"sqlite:///{tempfile.mkdtemp(prefix='evalsite-prof-')}/prof.sqlite3")
     os.environ["CELERY_QUEUE"] = f"evalsite-prof-{os.getpid()}"
     use_embedded_redis_unless_set()
-    fake = FakeServer(0.0)
+    fake = FakeServer(args.latency)
     os.environ.update(fake.models)
     try:
         _profile(args)
@@ -80,6 +91,9 @@ def _profile(args: argparse.Namespace) -> None:
             run_execute_case(result_id=result_id, token=token)
     # Then as a worker runs them: each queued case's task is a lane that goes on with the
     # run's next pending cases (runs/services/execution.py), so one call may run many.
+    if args.steps:
+        _steps(next_queued, run_execute_case)
+        return
     profiler = cProfile.Profile()
     before = finished()
     cpu, wall = time.process_time(), time.monotonic()
@@ -97,6 +111,38 @@ def _profile(args: argparse.Namespace) -> None:
     if args.out:
         stats.dump_stats(args.out)
     stats.print_stats(args.top)
+
+
+def _steps(next_queued: Callable[[], tuple[int, str] | None], run_execute_case: Callable[..., None]) -> None:
+    """Wall time of each step of the lanes, wrapped where the lane calls them."""
+    from runs import engine
+    from runs.services import execution
+
+    timings: dict[str, list[float]] = collections.defaultdict(list)
+
+    def timed(module: Any, name: str) -> None:
+        step = getattr(module, name)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return step(*args, **kwargs)
+            finally:
+                timings[name].append((time.perf_counter() - started) * 1000)
+
+        setattr(module, name, wrapper)
+
+    timed(engine, "execute")  # the agent and judge calls, through the gateway and litellm
+    timed(execution, "_result_save")  # the save's transaction, with the next case's claim
+    timed(execution, "_claimed")  # reading the next case
+    wall = time.monotonic()
+    while item := next_queued():
+        run_execute_case(result_id=item[0], token=item[1])
+    wall = time.monotonic() - wall
+    cases = len(timings["execute"])
+    for name, values in timings.items():
+        print(f"{name:13s} {len(values):5d} calls, median {statistics.median(values):7.2f} ms")
+    print(f"{cases} cases, {wall * 1000 / cases:.1f} ms wall per case per lane (lanes run one after another here)")
 
 
 if __name__ == "__main__":
