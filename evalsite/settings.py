@@ -346,6 +346,11 @@ EVALSITE_STALE_CLAIM_SECONDS = env_int("EVALSITE_STALE_CLAIM_SECONDS", 120)
 # task message at the back of the queue: other runs waiting for a worker get their turn,
 # and a case never starts late in a task's time limit. 0: one case per task.
 EVALSITE_RUN_LANE_SECONDS = env_float("EVALSITE_RUN_LANE_SECONDS", 10.0)
+# A lane claims its next case while the case in hand calls its model, and saves a case
+# while the next one calls its model (in a thread of its own, with its own connection), so
+# neither is on the path between two model calls. Off: each case is saved, then the next
+# claimed, between the two calls (runs with a cost cap always work that way).
+EVALSITE_RUN_CLAIM_AHEAD = env_bool("EVALSITE_RUN_CLAIM_AHEAD", True)
 # Every worker writes a heartbeat row this often; one not seen for the TTL is gone (killed),
 # and the reaper re-queues its claims at once rather than after EVALSITE_STALE_CLAIM_SECONDS.
 # The TTL must stay well above the interval (and above a database blip), or a live case is run twice.

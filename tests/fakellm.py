@@ -187,6 +187,11 @@ class FakeLLM:
             self._context_window = None
             self._kind = "openai"
 
+    def clear_rules(self) -> None:
+        """Forget the rules not yet used up; requests (and those still hanging) are kept."""
+        with self._lock:
+            self._rules = []
+
     # ---- scripting -------------------------------------------------------
 
     def add_rule(

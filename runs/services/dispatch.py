@@ -16,12 +16,16 @@ UNFINISHED = (Result.Status.PENDING, *Result.IN_FLIGHT_STATUSES)
 
 
 def fill_window(run: Run) -> tuple[int, int]:
-    """Queue pending results into free slots: (queued now, in flight before).
+    """Queue pending results into free slots: (queued now, lanes in flight before).
 
     Callers hold the run row (select_for_update, or they just created it), so two
-    finishing cases can't both see a free slot and overfill the window.
+    finishing cases can't both see a free slot and overfill the window. A slot is a lane,
+    one token: a lane may hold the case it claimed ahead besides its case in hand
+    (runs/services/execution.py), and a queued result has a token of its own.
     """
-    in_flight = Result.objects.filter(run_id=run.pk, status__in=Result.IN_FLIGHT_STATUSES).count()
+    in_flight = (
+        Result.objects.filter(run_id=run.pk, status__in=Result.IN_FLIGHT_STATUSES).values("token").distinct().count()
+    )
     free = run.concurrency - in_flight
     return (queue_pending(run.pk, free) if free > 0 else 0), in_flight
 

@@ -7,6 +7,14 @@ keeps its token for every case it claims, so the task's message, redelivered aft
 child died, takes up whichever case the lane was running. After EVALSITE_RUN_LANE_SECONDS
 a lane hands its slot on through a new task message instead, so a case never starts late
 in a task's time limit, and at once when its worker begins a warm shutdown.
+
+A lane claims its next case ahead (EVALSITE_RUN_CLAIM_AHEAD): while a case calls its
+model, a thread of the lane claims the run's next pending case, and once the case ends the
+same thread saves it (and claims the one after) while the lane already calls the model for
+the next one. Saving and reading the next case are then off the path between two model
+calls. The window counts lanes (tokens), not claimed rows, so the case a lane holds ahead
+takes no slot; a lane that ends hands back what it holds, and the reaper re-queues one case
+per dead lane (its others go back to pending).
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
@@ -31,7 +40,7 @@ from evalsite import workers
 from runs import engine
 from runs.models import Result, Run
 from runs.services import budget
-from runs.services.dispatch import enqueue_finish, money, queue_pending
+from runs.services.dispatch import enqueue_finish, fill_window, money, queue, queue_pending
 from runs.services.lifecycle import run_fail
 
 logger = logging.getLogger(__name__)
@@ -51,12 +60,78 @@ def run_execute_case(*, result_id: int, token: str, retry: bool = False) -> None
     result = _result_claim(result_id, token, count_attempt=not retry)
     if result is None:
         return
-    with _claim_heartbeat(result.run_id, token):
+    with _claim_heartbeat(result.run_id, token), _lane(result, token) as lane:
         while result is not None:
-            result = _case_run(result, token, hand_on_at=hand_on_at)
+            result = _case_run(result, token, hand_on_at=hand_on_at, lane=lane)
 
 
-def _case_run(result: Result, token: str, *, hand_on_at: float) -> Result | None:
+class Lane:
+    """A lane's thread for the database work off its path: claiming ahead, saving behind.
+
+    Only one job is ever outstanding; `collect` waits for it (by then long done: it runs
+    during a model call) and gives the lane's cases claimed ahead, oldest first."""
+
+    def __init__(self, run: Run, token: str) -> None:
+        self.token = token
+        # Claiming ahead needs a second connection that sees what this one committed: not
+        # inside a transaction (a test's), and a run with a cost cap claims nothing before
+        # the case in hand is priced.
+        self.ahead = (
+            settings.EVALSITE_RUN_CLAIM_AHEAD
+            and settings.EVALSITE_RUN_LANE_SECONDS > 0
+            and run.budget_cap is None
+            and not transaction.get_connection().in_atomic_block
+        )
+        self._executor: ThreadPoolExecutor | None = None
+        self._job: Future[list[Result]] | None = None
+        self._job_args: tuple[Result | None, engine.Outcome | None, Result] | None = None
+
+    def claim_ahead(
+        self, running: Result, *, save: Result | None = None, outcome: engine.Outcome | None = None
+    ) -> None:
+        """Meanwhile: save `save` (if given) and claim the case after `running`."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"lane-{running.run_id}")
+        self._job_args = (save, outcome, running)
+        self._job = self._executor.submit(_result_save_ahead, save, self.token, outcome, running=running)
+
+    @property
+    def idle(self) -> bool:
+        return self._job is None
+
+    def collect(self) -> list[Result]:
+        """The outstanding job's outcome: the cases the lane holds ahead (none if no job)."""
+        job, args = self._job, self._job_args
+        self._job = self._job_args = None
+        if job is None or args is None:
+            return []
+        try:
+            return job.result()
+        except DatabaseError:
+            # Once more, here: a second failure is the task's own retry of the lane.
+            logger.warning("Saving ahead in lane %s failed; trying again in the lane", self.token, exc_info=True)
+            save, outcome, running = args
+            return _result_save_ahead(save, self.token, outcome, running=running)
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.submit(connections.close_all)  # the thread's own connection
+            self._executor.shutdown(wait=True)
+
+
+@contextmanager
+def _lane(result: Result, token: str) -> Iterator[Lane]:
+    lane = Lane(result.run, token)
+    try:
+        yield lane
+        if lane.ahead:
+            lane.collect()
+            _lane_end(result.run_id, token)
+    finally:
+        lane.close()
+
+
+def _case_run(result: Result, token: str, *, hand_on_at: float, lane: Lane | None = None) -> Result | None:
     """Run one claimed case and save it; the lane's next claimed case, if it goes on."""
     if budget.claim_over_budget(result, token):
         return None
@@ -68,6 +143,9 @@ def _case_run(result: Result, token: str, *, hand_on_at: float) -> Result | None
             status=Run.Status.RUNNING, started_at=timezone.now()
         )
         run.status = Run.Status.RUNNING
+    ahead = lane is not None and lane.ahead
+    if ahead and lane is not None and lane.idle:
+        lane.claim_ahead(result)  # the lane's first case: claim the next one while it runs
     if result.attempts > MAX_CASE_ATTEMPTS:
         message = (
             f"Not scored: the worker running this case stopped {MAX_CASE_ATTEMPTS} times (killed or out of memory)."
@@ -91,11 +169,19 @@ def _case_run(result: Result, token: str, *, hand_on_at: float) -> Result | None
     # Decided as the case ends: past the lane's time, or when the worker has begun a warm
     # shutdown meanwhile, the next case goes out as a message instead (another worker's).
     chain = time.monotonic() < hand_on_at and not workers.shutting_down()
-    if not _result_save(result, token, outcome, chain=chain):
-        return None
-    # The lane's next case, of the same run: what the engine reads of the run (its agent,
-    # version, scoring) never changes, and it was active when the case was claimed.
-    following = _claimed(Result.objects.filter(run_id=run.pk, token=token, status=Result.Status.RUNNING), run)
+    held = lane.collect() if lane is not None else []
+    if chain and held and lane is not None:
+        # The next case is claimed already: call its model now, and save this one meanwhile.
+        following: Result | None = held[0]
+        lane.claim_ahead(held[0], save=result, outcome=outcome)
+        if not Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE_STATUSES).exists():
+            return None  # stopped meanwhile: no new case starts (the lane's end hands back what it holds)
+    else:
+        if not _result_save(result, token, outcome, chain=chain, ahead=ahead):
+            return None
+        # The lane's next case, of the same run: what the engine reads of the run (its agent,
+        # version, scoring) never changes, and it was active when the case was claimed.
+        following = _claimed(Result.objects.filter(run_id=run.pk, token=token, status=Result.Status.RUNNING), run)
     if following is not None:
         following.run = run
     return following
@@ -120,7 +206,7 @@ def _result_claim(result_id: int, token: str, *, count_attempt: bool = True) -> 
 def _claimed(results: QuerySet[Result], run: Run | None = None) -> Result | None:
     """The lane's claimed case, with its run and agent unless the lane has them already."""
     related = ("case",) if run is not None else ("case", "run__agent")
-    return results.select_related(*related).order_by("-id").first()
+    return results.select_related(*related).order_by("id").first()
 
 
 def _next_claim(run_id: int, token: str) -> bool:
@@ -174,63 +260,158 @@ def _version(version_id: int) -> AgentVersion:
     return AgentVersion.objects.select_related("agent").get(pk=version_id)
 
 
-def _result_save(result: Result, token: str, outcome: engine.Outcome, *, chain: bool = False) -> bool:
+def _result_save(
+    result: Result, token: str, outcome: engine.Outcome, *, chain: bool = False, ahead: bool = False
+) -> bool:
     """Save the outcome, bump the run's counters and refill the window, all in one transaction.
 
     The freed slot goes to the run's next pending case: claimed here for this lane when
-    `chain` (True is returned: the lane goes on with it), else queued for a new task message."""
+    `chain` (True is returned: the lane goes on with it), else queued for a new task message.
+    `ahead`: the lane claims ahead, so it may hold a case already, which it goes on with or
+    hands on (one message for the lane, as without it)."""
     with transaction.atomic():
         run = Run.objects.select_for_update().only("id", "status", "concurrency").get(pk=result.run_id)
-        saved = Result.objects.filter(pk=result.pk, token=token, status=Result.Status.RUNNING).update(
-            status=outcome.status,
-            question=outcome.question,
-            actual_answer=outcome.actual_answer,
-            conversation=outcome.conversation,
-            tool_calls=outcome.tool_calls,
-            retrieval_context=outcome.retrieval_context,
-            trace_id=outcome.trace_id,
-            score=outcome.score,
-            verdict=outcome.verdict,
-            reasoning=outcome.reasoning,
-            error=outcome.error,
-            scorers=outcome.scorers,
-            judge_samples=outcome.judge_samples,
-            judge_stable=outcome.judge_stable,
-            duration_ms=outcome.duration_ms,
-            agent_tokens=outcome.agent_tokens,
-            judge_tokens=outcome.judge_tokens,
-            agent_cost=money(outcome.agent_cost),
-            judge_cost=money(outcome.judge_cost),
-            simulator_tokens=outcome.simulator_tokens,
-            simulator_cost=money(outcome.simulator_cost),
-            scenario=outcome.scenario,
-            finished_at=timezone.now(),
-        )
-        if not saved:
+        if not _outcome_write(run, result, token, outcome):
             return False  # re-queued by the reaper or skipped by Stop meanwhile: the other copy counts
-        counters: dict[str, Any] = {
-            "completed": F("completed") + 1,
-            "agent_tokens": F("agent_tokens") + outcome.agent_tokens,
-            "judge_tokens": F("judge_tokens") + outcome.judge_tokens,
-            "agent_cost": F("agent_cost") + money(outcome.agent_cost),
-            "judge_cost": F("judge_cost") + money(outcome.judge_cost),
-            "simulator_tokens": F("simulator_tokens") + outcome.simulator_tokens,
-            "simulator_cost": F("simulator_cost") + money(outcome.simulator_cost),
-        }
-        if result.variant == 0:  # smoke variants have their own figure (robustness)
-            field = {"pass": "passed", "fail": "failed", "error": "errored"}[outcome.status]
-            counters[field] = F(field) + 1
-            if outcome.score is not None:
-                counters["score_total"] = F("score_total") + outcome.score
-        Run.objects.filter(pk=run.pk).update(**counters)
-        budget.run_stop_at_cap(run, cap=result.run.budget_cap)  # reached: Stopped, the slot is not handed on
         # This case freed one slot: hand it to the next pending case. One for one keeps the
         # window full without counting it (the reaper counts, under the same lock).
+        held = _held(run.pk, token) if ahead else []
         if run.is_active:
+            if held:
+                if chain:
+                    return True
+                _hand_on(held)
+                return False
             if chain and _next_claim(run.pk, token):
                 return True
             if not chain and queue_pending(run.pk, 1):
                 return False
+        elif held:
+            _held_release(run, token)
         if not Result.objects.filter(run_id=run.pk, status__in=Result.IN_FLIGHT_STATUSES).exists():
             enqueue_finish(run.pk)  # nothing pending, nothing in flight: the run is done
     return False
+
+
+def _result_save_ahead(
+    result: Result | None, token: str, outcome: engine.Outcome | None, *, running: Result
+) -> list[Result]:
+    """In the lane's thread: save `result` (when given) while the lane runs `running`,
+    and claim the run's next pending case for the lane unless it holds one already; the
+    lane's cases claimed ahead, oldest first. One transaction, under the run row's lock."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().only("id", "status", "concurrency").get(pk=running.run_id)
+        saved = True
+        if result is not None and outcome is not None:
+            saved = _outcome_write(run, result, token, outcome)
+        held = Result.objects.filter(run_id=run.pk, token=token, status=Result.Status.RUNNING).exclude(pk=running.pk)
+        # Not when the lane's own case was taken from it (re-queued by the reaper: this lane
+        # was thought lost, and its cases went back to the window), nor for the run's last
+        # cases: a case held behind a slow one would wait while other lanes stand idle.
+        if saved and run.is_active and not held.exists() and _pending_beyond(run.pk, run.concurrency):
+            _next_claim(run.pk, token)
+    return list(held.select_related("case").order_by("id"))
+
+
+def _pending_beyond(run_id: int, count: int) -> bool:
+    """The run has more than `count` pending cases."""
+    pending = Result.objects.filter(run_id=run_id, status=Result.Status.PENDING).order_by("id")
+    return pending.values_list("id", flat=True)[count : count + 1].exists()
+
+
+def _outcome_write(run: Run, result: Result, token: str, outcome: engine.Outcome) -> bool:
+    """Write the outcome if the lane still holds the case, and add it to the run's counters
+    (the caller holds the run row's lock); False when the case is no longer the lane's."""
+    saved = Result.objects.filter(pk=result.pk, token=token, status=Result.Status.RUNNING).update(
+        status=outcome.status,
+        question=outcome.question,
+        actual_answer=outcome.actual_answer,
+        conversation=outcome.conversation,
+        tool_calls=outcome.tool_calls,
+        retrieval_context=outcome.retrieval_context,
+        trace_id=outcome.trace_id,
+        score=outcome.score,
+        verdict=outcome.verdict,
+        reasoning=outcome.reasoning,
+        error=outcome.error,
+        scorers=outcome.scorers,
+        judge_samples=outcome.judge_samples,
+        judge_stable=outcome.judge_stable,
+        duration_ms=outcome.duration_ms,
+        agent_tokens=outcome.agent_tokens,
+        judge_tokens=outcome.judge_tokens,
+        agent_cost=money(outcome.agent_cost),
+        judge_cost=money(outcome.judge_cost),
+        simulator_tokens=outcome.simulator_tokens,
+        simulator_cost=money(outcome.simulator_cost),
+        scenario=outcome.scenario,
+        finished_at=timezone.now(),
+    )
+    if not saved:
+        return False
+    counters: dict[str, Any] = {
+        "completed": F("completed") + 1,
+        "agent_tokens": F("agent_tokens") + outcome.agent_tokens,
+        "judge_tokens": F("judge_tokens") + outcome.judge_tokens,
+        "agent_cost": F("agent_cost") + money(outcome.agent_cost),
+        "judge_cost": F("judge_cost") + money(outcome.judge_cost),
+        "simulator_tokens": F("simulator_tokens") + outcome.simulator_tokens,
+        "simulator_cost": F("simulator_cost") + money(outcome.simulator_cost),
+    }
+    if result.variant == 0:  # smoke variants have their own figure (robustness)
+        field = {"pass": "passed", "fail": "failed", "error": "errored"}[outcome.status]
+        counters[field] = F(field) + 1
+        if outcome.score is not None:
+            counters["score_total"] = F("score_total") + outcome.score
+    Run.objects.filter(pk=run.pk).update(**counters)
+    budget.run_stop_at_cap(run, cap=result.run.budget_cap)  # reached: Stopped, the slot is not handed on
+    return True
+
+
+def _held(run_id: int, token: str) -> list[int]:
+    """The lane's cases claimed ahead and not started (its case in hand is saved already)."""
+    return list(
+        Result.objects.filter(run_id=run_id, token=token, status=Result.Status.RUNNING)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+
+
+def _hand_on(held: list[int]) -> None:
+    """The lane ends holding cases it never started: the first goes out as the lane's one
+    message (its slot), any others back to pending; neither counts as an attempt."""
+    Result.objects.filter(pk__in=held).update(attempts=F("attempts") - 1)
+    queue(held[:1], status=Result.Status.RUNNING)
+    Result.objects.filter(pk__in=held[1:], status=Result.Status.RUNNING).update(
+        status=Result.Status.PENDING, token="", claimed_by=""
+    )
+
+
+def _held_release(run: Run, token: str) -> None:
+    """Cases a lane of a run that is no longer active holds unstarted: not run, like the
+    run's other cases that had not started (the caller holds the run row's lock)."""
+    held = Result.objects.filter(run_id=run.pk, token=token, status=Result.Status.RUNNING)
+    if run.status == Run.Status.FAILED:
+        error = f"Not run: {run.error}"  # as run_fail words it
+    elif run.stop_reason == Run.BUDGET_REACHED:
+        error = budget.NOT_RUN
+    else:
+        error = "Not run: the run was stopped."
+    held.update(status=Result.Status.SKIPPED, error=error)
+
+
+def _lane_end(run_id: int, token: str) -> None:
+    """A lane that claimed ahead ends: what it still holds unstarted goes back (pending, for
+    the window to refill, or not run when its run is no longer active)."""
+    if not Result.objects.filter(run_id=run_id, token=token, status=Result.Status.RUNNING).exists():
+        return
+    with transaction.atomic():
+        run = Run.objects.select_for_update().only("id", "status", "concurrency", "stop_reason", "error").get(pk=run_id)
+        held = Result.objects.filter(run_id=run_id, token=token, status=Result.Status.RUNNING)
+        if run.is_active:
+            held.update(status=Result.Status.PENDING, token="", claimed_by="", attempts=F("attempts") - 1)
+            fill_window(run)
+            return
+        _held_release(run, token)
+        if not Result.objects.filter(run_id=run_id, status__in=Result.IN_FLIGHT_STATUSES).exists():
+            enqueue_finish(run_id)

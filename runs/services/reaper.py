@@ -74,14 +74,25 @@ def _run_reconcile(
         stale = list(
             Result.objects.filter(lost | resend, run=run)
             .annotate(is_lost=Case(When(lost, then=Value(True)), default=Value(False)))
-            .values_list("id", "is_lost")
+            .order_by("id")
+            .values_list("id", "is_lost", "token")
         )
-        lost_ids = [pk for pk, is_lost in stale if is_lost]
-        resent_ids = [pk for pk, is_lost in stale if not is_lost]
-        stale_ids = lost_ids + resent_ids
+        # One slot per lost lane: a lane also holds the case it claimed ahead, which goes
+        # back to pending rather than out as a second message (a lane too many, for good).
+        lanes: dict[str, list[int]] = {}
+        for pk, is_lost, token in stale:
+            if is_lost:
+                lanes.setdefault(token or f"#{pk}", []).append(pk)
+        lost_ids = [held[0] for held in lanes.values()]
+        ahead_ids = [pk for held in lanes.values() for pk in held[1:]]
+        resent_ids = [pk for pk, is_lost, _ in stale if not is_lost]
+        stale_ids = lost_ids + ahead_ids + resent_ids
         if stale_ids:
             # New tokens: if the old message or worker ever comes back, its claim or save finds nothing.
             queue(lost_ids, status=Result.IN_FLIGHT_STATUSES, urgent=True)
+            Result.objects.filter(pk__in=ahead_ids, status__in=Result.IN_FLIGHT_STATUSES).update(
+                status=Result.Status.PENDING, token="", claimed_by=""
+            )
             queue(resent_ids, status=Result.Status.QUEUED)
             logger.warning("Reaper re-queued %d stale case(s) of run %s", len(stale_ids), run_id)
         queued, in_flight = fill_window(run)

@@ -7,6 +7,7 @@ from evalsite import workers
 from runs import services
 from runs.models import Result, Run
 from tests.runs.conftest import drive
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.django_db
 
@@ -275,3 +276,70 @@ def test_an_llm_agent_without_its_own_timeout_waits_as_long_as_the_default(make_
     result = Result.objects.get(run=run)
     assert result.status != Result.Status.ERROR, result.error
     assert result.actual_answer == "Refunds are available within 30 days of purchase."
+
+
+def _lane_thread(run):
+    import threading
+
+    first = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
+    lane = threading.Thread(target=services.run_execute_case, kwargs={"result_id": first.pk, "token": first.token})
+    lane.start()
+    return first, lane
+
+
+def _held_by(token):
+    return list(Result.objects.filter(token=token, status=Result.Status.RUNNING).order_by("id"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lane_claims_its_next_case_while_the_case_in_hand_calls_its_model(make_dataset, alice, fake_llm):
+    fake_llm.add_rule(task="agent", contains="Question 01", reply="Refunds are available within 30 days.", delay=1.5)
+    run = _start(make_dataset(8, kind=Agent.Kind.LLM), alice)
+    first, lane = _lane_thread(run)
+    wait_for(lambda: fake_llm.count("agent", run=run.pk) == 1, timeout=30, what="the first case's agent call")
+
+    # Its next case is claimed already (the 4th: the 2nd and 3rd are the other lanes'),
+    # so the lane can call its model as soon as the 1st is judged, and save the 1st meanwhile.
+    wait_for(lambda: len(_held_by(first.token)) == 2, timeout=10, what="the lane's case claimed ahead")
+    held = _held_by(first.token)
+    assert [row.case.position for row in held] == [0, 3]
+    lane.join(timeout=60)
+
+    rows = Result.objects.filter(run=run).order_by("id")
+    lane_rows = [row for row in rows if row.token == first.token]
+    assert all(row.status == Result.Status.PASS and row.attempts == 1 for row in lane_rows)
+    assert {row.status for row in rows if row.token != first.token} <= {Result.Status.QUEUED, Result.Status.PENDING}
+    run.refresh_from_db()
+    assert run.completed == run.passed == len(lane_rows)
+    for row in lane_rows:  # each asked and judged once
+        assert fake_llm.count("agent", case=row.pk) == fake_llm.count("judge", case=row.pk) == 1
+    assert fake_llm.peak_concurrency(run=run.pk) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_runs_last_cases_are_not_claimed_ahead(make_dataset, alice, fake_llm):
+    # A case held behind a slow one would wait while the other lanes stand idle at the end.
+    fake_llm.add_rule(task="agent", contains="Question 01", reply="Refunds are available within 30 days.", delay=1.0)
+    run = _start(make_dataset(5, kind=Agent.Kind.LLM), alice)
+    first, lane = _lane_thread(run)
+    wait_for(lambda: fake_llm.count("agent", run=run.pk) == 1, timeout=30, what="the first case's agent call")
+    held_while_calling = _held_by(first.token)
+    lane.join(timeout=60)
+
+    assert [row.pk for row in held_while_calling] == [first.pk]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lane_out_of_time_hands_its_case_claimed_ahead_on_as_its_one_message(make_dataset, alice, fake_llm, settings):
+    settings.EVALSITE_RUN_LANE_SECONDS = 0.5  # past it when the slow first case ends
+    fake_llm.add_rule(task="agent", contains="Question 01", reply="Refunds are available within 30 days.", delay=1.0)
+    run = _start(make_dataset(8, kind=Agent.Kind.LLM), alice)
+    first, lane = _lane_thread(run)
+    lane.join(timeout=60)
+
+    rows = list(Result.objects.filter(run=run).order_by("id"))
+    assert [row.status for row in rows] == ["pass", "queued", "queued", "queued"] + ["pending"] * 4
+    fourth = rows[3]
+    assert fourth.token not in ("", first.token) and fourth.attempts == 0  # never started: no attempt
+    assert fake_llm.count("agent", case=fourth.pk) == 0
+    assert len({row.token for row in rows if row.status == Result.Status.QUEUED}) == 3  # the window, not one more

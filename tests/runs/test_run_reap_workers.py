@@ -140,3 +140,22 @@ def test_a_lost_claim_goes_to_the_front_of_the_queue_and_the_copies_sent_after_a
 def _case_of(raw: bytes) -> int:
     """The result id a run_execute_case message carries (kombu's JSON envelope, base64 body)."""
     return json.loads(base64.b64decode(json.loads(raw)["body"]))[0][0]
+
+
+def test_a_dead_lane_holding_a_case_claimed_ahead_gets_one_slot_back_not_two(make_dataset, alice, no_llm, settings):
+    # A lane claims its next case while the case in hand calls its model: killed then, it
+    # leaves two claims under one token. One goes out again; the other waits its turn, or
+    # the run would have one lane too many for good.
+    _beat("killed:1", settings.EVALSITE_WORKER_HEARTBEAT_TTL + 1)
+    result = _claimed(make_dataset, alice, by="killed:1")
+    ahead = Result.objects.filter(run=result.run, status=Result.Status.PENDING).order_by("id").first()
+    Result.objects.filter(pk=ahead.pk).update(
+        status=Result.Status.RUNNING, token=result.token, claimed_at=timezone.now(), claimed_by="killed:1", attempts=1
+    )
+
+    assert services.run_reap() == 2
+    in_hand, held = Result.objects.get(pk=result.pk), Result.objects.get(pk=ahead.pk)
+    assert in_hand.status == Result.Status.QUEUED and in_hand.token != result.token
+    assert (held.status, held.token, held.claimed_by) == (Result.Status.PENDING, "", "")
+    in_flight = Result.objects.filter(run=result.run, status__in=Result.IN_FLIGHT_STATUSES)
+    assert in_flight.count() == 3 and len(set(in_flight.values_list("token", flat=True))) == 3

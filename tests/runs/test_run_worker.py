@@ -84,13 +84,15 @@ def test_a_killed_worker_loses_nothing_and_scores_every_case_exactly_once(
     # Short, so the test needn't wait two minutes; live cases refresh their claims every 2 s.
     settings.EVALSITE_STALE_CLAIM_SECONDS = 8
     fake_llm.set_latency(0.2)
-    # Cases 5-7 hang in their first judge call, so the kill lands mid-case at a known point (~40%).
-    for number in (5, 6, 7):
-        fake_llm.add_rule(task="judge", contains=f"Question {number:02d}", hang=True, times=1)
+    # Cases 5-10 hang in their first judge call, so the kill lands mid-case at a known point
+    # (~40%), when every lane hangs: a lane claims its next case ahead, so a marked case may
+    # wait unstarted behind another, but six in a row give each of the three lanes one.
+    marks = tuple(f"Question {number:02d}" for number in range(5, 11))
+    for mark in marks:
+        fake_llm.add_rule(task="judge", contains=mark, hang=True, times=1)
     dataset = make_dataset(12, kind=Agent.Kind.LLM)
     first = celery_worker(concurrency=3)
     run = _start(dataset, alice)
-    marks = ("Question 05", "Question 06", "Question 07")
 
     def hanging() -> list:
         return [
@@ -98,15 +100,18 @@ def test_a_killed_worker_loses_nothing_and_scores_every_case_exactly_once(
         ]
 
     wait_for(lambda: len(hanging()) == 3, what="the three hanging judge calls")
+    interrupted_ids = {r.trace.get("case") for r in hanging()}
 
     first.kill()
+    fake_llm.clear_rules()  # the marked cases that never started would hang on the second worker
     second = celery_worker(concurrency=3, beat=True)
     run = wait_settled(run, worker=second)
 
     assert run.status == Run.Status.COMPLETED
     results = list(Result.objects.filter(run=run))
     assert len(results) == 12
-    assert (run.completed, run.passed) == (12, 12)
+    statuses = [(r.question[:11], r.status, r.attempts, r.error) for r in results]
+    assert (run.completed, run.passed) == (12, 12), "; ".join(map(str, statuses))
     for result in results:
         answered = [
             r
@@ -115,8 +120,8 @@ def test_a_killed_worker_loses_nothing_and_scores_every_case_exactly_once(
         ]
         calls = [(r.status, r.seq_in, r.seq_out) for r in fake_llm.requests if r.trace.get("case") == str(result.pk)]
         assert len(answered) == 1, f"result {result.pk} ({result.question[:12]}, attempts {result.attempts}): {calls}"
-    interrupted = [r for r in results if r.question.startswith(marks)]
-    assert [r.attempts for r in interrupted] == [2, 2, 2]
+    interrupted = [r for r in results if str(r.pk) in interrupted_ids]
+    assert len(interrupted) == 3 and [r.attempts for r in interrupted] == [2, 2, 2]
 
 
 def test_faults_stay_in_their_case_and_the_run_completes(celery_worker, fake_llm, make_dataset, alice, settings):
