@@ -65,11 +65,18 @@ def run_execute_case(*, result_id: int, token: str, retry: bool = False) -> None
             result = _case_run(result, token, hand_on_at=hand_on_at, lane=lane)
 
 
+# Claiming ahead pays only while the work it takes off the lane's path (5-10 ms) hides
+# behind a model call: a lane whose last case took less than this saves, then claims.
+CLAIM_AHEAD_MIN_CASE_MS = 50
+
+
 class Lane:
     """A lane's thread for the database work off its path: claiming ahead, saving behind.
 
     Only one job is ever outstanding; `collect` waits for it (by then long done: it runs
-    during a model call) and gives the lane's cases claimed ahead, oldest first."""
+    during a model call) and gives the lane's cases claimed ahead, oldest first. With
+    model calls too quick to hide it (a fake model at 0 ms), the thread would only add
+    its switching to the cases' CPU: the lane then stops claiming ahead."""
 
     def __init__(self, run: Run, token: str) -> None:
         self.token = token
@@ -82,6 +89,7 @@ class Lane:
             and run.budget_cap is None
             and not transaction.get_connection().in_atomic_block
         )
+        self.slow = True  # the last case took long enough to hide the thread's work (none yet)
         self._executor: ThreadPoolExecutor | None = None
         self._job: Future[list[Result]] | None = None
         self._job_args: tuple[Result | None, engine.Outcome | None, Result] | None = None
@@ -93,7 +101,9 @@ class Lane:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"lane-{running.run_id}")
         self._job_args = (save, outcome, running)
-        self._job = self._executor.submit(_result_save_ahead, save, self.token, outcome, running=running)
+        self._job = self._executor.submit(
+            _result_save_ahead, save, self.token, outcome, running=running, claim=self.slow
+        )
 
     @property
     def idle(self) -> bool:
@@ -111,7 +121,7 @@ class Lane:
             # Once more, here: a second failure is the task's own retry of the lane.
             logger.warning("Saving ahead in lane %s failed; trying again in the lane", self.token, exc_info=True)
             save, outcome, running = args
-            return _result_save_ahead(save, self.token, outcome, running=running)
+            return _result_save_ahead(save, self.token, outcome, running=running, claim=self.slow)
 
     def close(self) -> None:
         if self._executor is not None:
@@ -144,8 +154,8 @@ def _case_run(result: Result, token: str, *, hand_on_at: float, lane: Lane | Non
         )
         run.status = Run.Status.RUNNING
     ahead = lane is not None and lane.ahead
-    if ahead and lane is not None and lane.idle:
-        lane.claim_ahead(result)  # the lane's first case: claim the next one while it runs
+    if ahead and lane is not None and lane.idle and lane.slow:
+        lane.claim_ahead(result)  # claim the next case while this one runs
     if result.attempts > MAX_CASE_ATTEMPTS:
         message = (
             f"Not scored: the worker running this case stopped {MAX_CASE_ATTEMPTS} times (killed or out of memory)."
@@ -170,6 +180,8 @@ def _case_run(result: Result, token: str, *, hand_on_at: float, lane: Lane | Non
     # shutdown meanwhile, the next case goes out as a message instead (another worker's).
     chain = time.monotonic() < hand_on_at and not workers.shutting_down()
     held = lane.collect() if lane is not None else []
+    if lane is not None:
+        lane.slow = outcome.duration_ms >= CLAIM_AHEAD_MIN_CASE_MS
     if chain and held and lane is not None:
         # The next case is claimed already: call its model now, and save this one meanwhile.
         following: Result | None = held[0]
@@ -294,11 +306,12 @@ def _result_save(
 
 
 def _result_save_ahead(
-    result: Result | None, token: str, outcome: engine.Outcome | None, *, running: Result
+    result: Result | None, token: str, outcome: engine.Outcome | None, *, running: Result, claim: bool = True
 ) -> list[Result]:
     """In the lane's thread: save `result` (when given) while the lane runs `running`,
-    and claim the run's next pending case for the lane unless it holds one already; the
-    lane's cases claimed ahead, oldest first. One transaction, under the run row's lock."""
+    and (`claim`) claim the run's next pending case for the lane unless it holds one
+    already; the lane's cases claimed ahead, oldest first. One transaction, under the run
+    row's lock."""
     with transaction.atomic():
         run = Run.objects.select_for_update().only("id", "status", "concurrency").get(pk=running.run_id)
         saved = True
@@ -308,7 +321,7 @@ def _result_save_ahead(
         # Not when the lane's own case was taken from it (re-queued by the reaper: this lane
         # was thought lost, and its cases went back to the window), nor for the run's last
         # cases: a case held behind a slow one would wait while other lanes stand idle.
-        if saved and run.is_active and not held.exists() and _pending_beyond(run.pk, run.concurrency):
+        if claim and saved and run.is_active and not held.exists() and _pending_beyond(run.pk, run.concurrency):
             _next_claim(run.pk, token)
     return list(held.select_related("case").order_by("id"))
 

@@ -343,3 +343,23 @@ def test_a_lane_out_of_time_hands_its_case_claimed_ahead_on_as_its_one_message(m
     assert fourth.token not in ("", first.token) and fourth.attempts == 0  # never started: no attempt
     assert fake_llm.count("agent", case=fourth.pk) == 0
     assert len({row.token for row in rows if row.status == Result.Status.QUEUED}) == 3  # the window, not one more
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lane_whose_cases_are_quicker_than_its_thread_saves_then_claims(make_dataset, alice, fake_llm, monkeypatch):
+    # With model calls too quick to hide the thread's work, claiming ahead only adds CPU.
+    from runs.services import execution
+
+    monkeypatch.setattr(execution, "CLAIM_AHEAD_MIN_CASE_MS", 60_000)  # every case here is "quick"
+    run = _start(make_dataset(8, kind=Agent.Kind.LLM), alice)
+    first, lane = _lane_thread(run)
+    lane.join(timeout=60)
+
+    lane_rows = [row for row in Result.objects.filter(run=run).order_by("id") if row.token == first.token]
+    assert len(lane_rows) == 6 and all(row.status == Result.Status.PASS for row in lane_rows)
+    # A case claimed ahead was claimed before the lane's previous case was saved. Only the
+    # lane's first case did (how long its cases take is not known before one has run).
+    ahead = [
+        after for before, after in zip(lane_rows, lane_rows[1:], strict=False) if after.claimed_at < before.finished_at
+    ]
+    assert ahead == [lane_rows[1]]
