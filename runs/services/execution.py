@@ -41,7 +41,7 @@ from runs import engine
 from runs.models import Result, Run
 from runs.services import budget
 from runs.services.dispatch import enqueue_finish, fill_window, money, queue, queue_pending
-from runs.services.lifecycle import run_fail
+from runs.services.lifecycle import STOPPED_NOT_RUN, run_fail
 
 logger = logging.getLogger(__name__)
 
@@ -410,7 +410,7 @@ def _held_release(run: Run, token: str) -> None:
     elif run.stop_reason == Run.BUDGET_REACHED:
         error = budget.NOT_RUN
     else:
-        error = "Not run: the run was stopped."
+        error = STOPPED_NOT_RUN
     held.update(status=Result.Status.SKIPPED, error=error)
 
 

@@ -21,6 +21,7 @@ from runs.services.stability import case_stability_refresh
 
 SUMMARY_MAX_CASES = 25
 SUMMARY_PENDING_NOTE = Run.SUMMARY_PENDING_NOTE
+STOPPED_NOT_RUN = "Not run: the run was stopped."
 
 
 def run_stop(*, run: Run) -> Run:
@@ -33,7 +34,7 @@ def run_stop(*, run: Run) -> Run:
         if not stopped:
             raise ValidationError("This run has already finished.")
         Result.objects.filter(run=run, status__in=(Result.Status.PENDING, Result.Status.QUEUED)).update(
-            status=Result.Status.SKIPPED, error="Not run: the run was stopped."
+            status=Result.Status.SKIPPED, error=STOPPED_NOT_RUN
         )
         if not Result.objects.filter(run=run, status=Result.Status.RUNNING).exists():
             enqueue_finish(run.pk)

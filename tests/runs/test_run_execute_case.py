@@ -287,16 +287,24 @@ def _lane_thread(run):
     return first, lane
 
 
+def _lane_with_a_slow_first_case(make_dataset, alice, fake_llm, *, cases, delay, wait=True):
+    """A run of `cases` whose first case's agent answers after `delay` s, its first lane
+    in a thread: (run, the lane's first result, the thread), once that call is in flight."""
+    fake_llm.add_rule(task="agent", contains="Question 01", reply="Refunds are available within 30 days.", delay=delay)
+    run = _start(make_dataset(cases, kind=Agent.Kind.LLM), alice)
+    first, lane = _lane_thread(run)
+    if wait:
+        wait_for(lambda: fake_llm.count("agent", run=run.pk) == 1, timeout=30, what="the first case's agent call")
+    return run, first, lane
+
+
 def _held_by(token):
     return list(Result.objects.filter(token=token, status=Result.Status.RUNNING).order_by("id"))
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_lane_claims_its_next_case_while_the_case_in_hand_calls_its_model(make_dataset, alice, fake_llm):
-    fake_llm.add_rule(task="agent", contains="Question 01", reply="Refunds are available within 30 days.", delay=1.5)
-    run = _start(make_dataset(8, kind=Agent.Kind.LLM), alice)
-    first, lane = _lane_thread(run)
-    wait_for(lambda: fake_llm.count("agent", run=run.pk) == 1, timeout=30, what="the first case's agent call")
+    run, first, lane = _lane_with_a_slow_first_case(make_dataset, alice, fake_llm, cases=8, delay=1.5)
 
     # Its next case is claimed already (the 4th: the 2nd and 3rd are the other lanes'),
     # so the lane can call its model as soon as the 1st is judged, and save the 1st meanwhile.
@@ -319,10 +327,7 @@ def test_a_lane_claims_its_next_case_while_the_case_in_hand_calls_its_model(make
 @pytest.mark.django_db(transaction=True)
 def test_the_runs_last_cases_are_not_claimed_ahead(make_dataset, alice, fake_llm):
     # A case held behind a slow one would wait while the other lanes stand idle at the end.
-    fake_llm.add_rule(task="agent", contains="Question 01", reply="Refunds are available within 30 days.", delay=1.0)
-    run = _start(make_dataset(5, kind=Agent.Kind.LLM), alice)
-    first, lane = _lane_thread(run)
-    wait_for(lambda: fake_llm.count("agent", run=run.pk) == 1, timeout=30, what="the first case's agent call")
+    run, first, lane = _lane_with_a_slow_first_case(make_dataset, alice, fake_llm, cases=5, delay=1.0)
     held_while_calling = _held_by(first.token)
     lane.join(timeout=60)
 
@@ -332,9 +337,7 @@ def test_the_runs_last_cases_are_not_claimed_ahead(make_dataset, alice, fake_llm
 @pytest.mark.django_db(transaction=True)
 def test_a_lane_out_of_time_hands_its_case_claimed_ahead_on_as_its_one_message(make_dataset, alice, fake_llm, settings):
     settings.EVALSITE_RUN_LANE_SECONDS = 0.5  # past it when the slow first case ends
-    fake_llm.add_rule(task="agent", contains="Question 01", reply="Refunds are available within 30 days.", delay=1.0)
-    run = _start(make_dataset(8, kind=Agent.Kind.LLM), alice)
-    first, lane = _lane_thread(run)
+    run, first, lane = _lane_with_a_slow_first_case(make_dataset, alice, fake_llm, cases=8, delay=1.0, wait=False)
     lane.join(timeout=60)
 
     rows = list(Result.objects.filter(run=run).order_by("id"))
