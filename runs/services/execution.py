@@ -5,8 +5,10 @@ pending case in the same transaction (under the run row's lock, so the window is
 overfilled) and runs it in the same process, without a round trip through Redis. The lane
 keeps its token for every case it claims, so the task's message, redelivered after its pool
 child died, takes up whichever case the lane was running. After EVALSITE_RUN_LANE_SECONDS
-a lane hands its slot on through a new task message instead, so a case never starts late
-in a task's time limit, and at once when its worker begins a warm shutdown.
+a lane hands its slot on through a new task message instead if another task's message
+waits for a worker (other runs get their turn), and after LANE_MAX_TURNS of them in any
+case, so a case never starts late in a task's time limit; at once when its worker begins a
+warm shutdown.
 
 A lane claims its next case ahead (EVALSITE_RUN_CLAIM_AHEAD): while a case calls its
 model, a thread of the lane claims the run's next pending case, and once the case ends the
@@ -37,6 +39,7 @@ from django.utils import timezone
 from agents.adapters import AgentConfigError
 from agents.models import AgentVersion
 from evalsite import workers
+from evalsite.enqueue import messages_waiting
 from runs import engine
 from runs.models import Result, Run
 from runs.services import budget
@@ -56,13 +59,42 @@ def run_execute_case(*, result_id: int, token: str, retry: bool = False) -> None
     database error: the claim is taken up again without counting an attempt, since
     `attempts` counts workers lost on this case.
     """
-    hand_on_at = time.monotonic() + settings.EVALSITE_RUN_LANE_SECONDS
+    turn = Turn()
     result = _result_claim(result_id, token, count_attempt=not retry)
     if result is None:
         return
     with _claim_heartbeat(result.run_id, token), _lane(result, token) as lane:
         while result is not None:
-            result = _case_run(result, token, hand_on_at=hand_on_at, lane=lane)
+            result = _case_run(result, token, turn=turn, lane=lane)
+
+
+# A lane that nobody waits for keeps its slot this many turns of EVALSITE_RUN_LANE_SECONDS
+# at most, so that no case starts late in its task's time limit (900 s by default).
+LANE_MAX_TURNS = 6
+
+
+class Turn:
+    """A lane's turn: it hands its slot on through the queue once EVALSITE_RUN_LANE_SECONDS
+    are up, so other runs get theirs, but only if a task message waits for a worker. When
+    none does (the broker's lists are empty: every other lane and task has a process),
+    handing on would only cost the lane a round trip through Redis (40-70 ms between two of
+    its cases), so it keeps the slot for another turn, up to LANE_MAX_TURNS."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.ends = self.started + settings.EVALSITE_RUN_LANE_SECONDS
+
+    def over(self) -> bool:
+        now = time.monotonic()
+        if now < self.ends:
+            return False
+        seconds = settings.EVALSITE_RUN_LANE_SECONDS
+        if seconds <= 0 or now - self.started >= seconds * LANE_MAX_TURNS:
+            return True
+        if messages_waiting() != 0:  # some wait, or the broker can't tell: hand on
+            return True
+        self.ends = now + seconds
+        return False
 
 
 # Claiming ahead pays only while the work it takes off the lane's path (5-10 ms) hides
@@ -142,7 +174,7 @@ def _lane(result: Result, token: str) -> Iterator[Lane]:
         lane.close()
 
 
-def _case_run(result: Result, token: str, *, hand_on_at: float, lane: Lane | None = None) -> Result | None:
+def _case_run(result: Result, token: str, *, turn: Turn, lane: Lane | None = None) -> Result | None:
     """Run one claimed case and save it; the lane's next claimed case, if it goes on."""
     if budget.claim_over_budget(result, token):
         return None
@@ -177,9 +209,9 @@ def _case_run(result: Result, token: str, *, hand_on_at: float, lane: Lane | Non
             logger.exception("Case result=%s of run=%s failed unexpectedly", result.pk, run.pk)
             message = "An internal error stopped this case. The details are in the worker log."
             outcome = engine.Outcome(status=Result.Status.ERROR, question=result.question, error=message)
-    # Decided as the case ends: past the lane's time, or when the worker has begun a warm
-    # shutdown meanwhile, the next case goes out as a message instead (another worker's).
-    chain = time.monotonic() < hand_on_at and not workers.shutting_down()
+    # Decided as the case ends: at the end of the lane's turn, or when the worker has begun
+    # a warm shutdown meanwhile, the next case goes out as a message instead (another worker's).
+    chain = not workers.shutting_down() and not turn.over()
     held = lane.collect() if lane is not None else []
     if lane is not None:
         lane.slow = outcome.duration_ms >= CLAIM_AHEAD_MIN_CASE_MS

@@ -1,11 +1,13 @@
 """run_execute_case: claim, execute, save with counters, refill the window."""
 
 import pytest
+import redis
 
 from agents.models import Agent, AgentVersion
 from evalsite import workers
 from runs import services
 from runs.models import Result, Run
+from tests.broker import queue_keys
 from tests.runs.conftest import drive
 from tests.waiting import wait_for
 
@@ -58,6 +60,87 @@ def test_after_its_lane_time_a_task_hands_its_slot_on_through_a_new_message(make
     assert statuses == ["pass", "queued", "queued", "queued", "pending"]
     run.refresh_from_db()
     assert (run.status, run.completed) == (Run.Status.RUNNING, 1)
+
+
+@pytest.fixture
+def broker_queue(settings):
+    """This test process's broker queue, empty before and after the test: a redis client."""
+    client = redis.Redis.from_url(settings.REDIS_CLIENT_URL)
+    client.delete(*queue_keys())
+    yield client
+    client.delete(*queue_keys())
+
+
+def _one_lane_run(make_dataset, alice, settings, cases=5):
+    """A run of `cases` with a window of one, its turns a millisecond long: (run, its lane's
+    first result)."""
+    settings.EVALSITE_RUN_CONCURRENCY = 1
+    settings.EVALSITE_RUN_LANE_SECONDS = 0.001  # every case ends past its lane's turn
+    run = _start(make_dataset(cases), alice)
+    return run, Result.objects.get(run=run, status=Result.Status.QUEUED)
+
+
+def test_a_lane_past_its_turn_keeps_its_slot_while_no_message_waits_for_a_worker(
+    make_dataset, alice, no_llm, settings, broker_queue, monkeypatch
+):
+    # Handing on would only cost the lane a round trip through Redis: nobody would take its turn.
+    from runs.services import execution
+
+    monkeypatch.setattr(execution, "LANE_MAX_TURNS", 1_000_000)
+    run, first = _one_lane_run(make_dataset, alice, settings)
+
+    services.run_execute_case(result_id=first.pk, token=first.token)
+
+    rows = list(Result.objects.filter(run=run).order_by("id").values_list("status", "token"))
+    assert rows == [("pass", first.token)] * 5
+    assert broker_queue.llen(queue_keys()[2]) == 0  # no message went out between its cases
+    assert drive(run).status == Run.Status.COMPLETED
+
+
+def test_a_lane_past_its_turn_hands_its_slot_on_when_a_message_waits_for_a_worker(
+    make_dataset, alice, no_llm, settings, broker_queue, monkeypatch
+):
+    from evalsite.tasks import health_check
+    from runs.services import execution
+
+    monkeypatch.setattr(execution, "LANE_MAX_TURNS", 1_000_000)
+    run, first = _one_lane_run(make_dataset, alice, settings)
+    health_check.delay("another task, waiting for a worker")
+
+    services.run_execute_case(result_id=first.pk, token=first.token)
+
+    statuses = list(Result.objects.filter(run=run).order_by("id").values_list("status", flat=True))
+    assert statuses == ["pass", "queued", "pending", "pending", "pending"]
+
+
+def test_a_lane_hands_its_slot_on_after_its_last_turn_even_when_nobody_waits(
+    make_dataset, alice, no_llm, settings, broker_queue, monkeypatch
+):
+    # So that no case starts late in its task's time limit.
+    from runs.services import execution
+
+    monkeypatch.setattr(execution, "LANE_MAX_TURNS", 1)
+    run, first = _one_lane_run(make_dataset, alice, settings)
+
+    services.run_execute_case(result_id=first.pk, token=first.token)
+
+    statuses = list(Result.objects.filter(run=run).order_by("id").values_list("status", flat=True))
+    assert statuses == ["pass", "queued", "pending", "pending", "pending"]
+
+
+def test_a_lane_hands_its_slot_on_when_the_broker_cannot_say_whether_anyone_waits(
+    make_dataset, alice, no_llm, settings, broker_queue, monkeypatch
+):
+    from runs.services import execution
+
+    monkeypatch.setattr(execution, "LANE_MAX_TURNS", 1_000_000)
+    monkeypatch.setattr(execution, "messages_waiting", lambda: None)  # Redis down or unreachable
+    run, first = _one_lane_run(make_dataset, alice, settings)
+
+    services.run_execute_case(result_id=first.pk, token=first.token)
+
+    statuses = list(Result.objects.filter(run=run).order_by("id").values_list("status", flat=True))
+    assert statuses == ["pass", "queued", "pending", "pending", "pending"]
 
 
 def test_a_worker_shutting_down_hands_its_slot_on_instead_of_taking_the_next_case(make_dataset, alice, no_llm):

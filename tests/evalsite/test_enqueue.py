@@ -1,0 +1,37 @@
+"""enqueue.messages_waiting: the messages no worker has taken yet, as the broker counts them."""
+
+import pytest
+import redis
+
+from evalsite.enqueue import messages_waiting
+from evalsite.tasks import URGENT, health_check
+from tests.broker import queue_keys
+
+
+@pytest.fixture
+def broker_queue(settings):
+    client = redis.Redis.from_url(settings.REDIS_CLIENT_URL)
+    client.delete(*queue_keys())
+    yield client
+    client.delete(*queue_keys())
+
+
+def test_an_empty_queue_has_no_message_waiting(broker_queue):
+    assert messages_waiting() == 0
+
+
+def test_messages_are_counted_at_every_priority(broker_queue):
+    health_check.delay("one")
+    health_check.apply_async(("two",), priority=URGENT)
+    health_check.apply_async(("three",), priority=9)
+
+    assert messages_waiting() == 3
+    assert sum(broker_queue.llen(key) for key in queue_keys()) == 3
+
+
+def test_a_message_a_worker_has_taken_is_not_waiting(broker_queue):
+    health_check.delay("one")
+    health_check.delay("two")
+    broker_queue.rpop(queue_keys()[2])  # as a worker's BRPOP takes it
+
+    assert messages_waiting() == 1
