@@ -7,6 +7,7 @@ import logging
 import os
 import random
 import re
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -199,6 +200,25 @@ class Call:
 # (pid, api_base, api_key, timeout) -> openai.OpenAI. The pid: a client must never cross a
 # fork (its connection pool would be shared by the pool children).
 _CLIENTS: dict[tuple[int, str, str, float], Any] = {}
+# Per thread: what to call as that thread's next request to a model server goes out.
+_sending = threading.local()
+
+
+def on_request_sent(callback: Callable[[], object] | None) -> None:
+    """Call `callback` once, as this thread's next request through `openai_client` goes out
+    (after litellm has built it; the thread then waits for the answer). None forgets it.
+
+    A run's lane saves its previous case from a thread of its own meanwhile
+    (runs/services/execution.py): started any earlier, that work would share the
+    interpreter with the building of the request, and delay it."""
+    _sending.callback = callback
+
+
+def _request_sent(request: Any) -> None:
+    callback = getattr(_sending, "callback", None)
+    if callback is not None:
+        _sending.callback = None
+        callback()
 
 
 def openai_client(api_base: str, api_key: str, timeout: float) -> Any:
@@ -215,7 +235,10 @@ def openai_client(api_base: str, api_key: str, timeout: float) -> Any:
         import openai
 
         litellm_module()  # its settings (offline price list...) before the SDK is imported
-        client = _CLIENTS[key] = openai.OpenAI(base_url=api_base, api_key=api_key, timeout=timeout, max_retries=0)
+        http_client = openai.DefaultHttpxClient(event_hooks={"request": [_request_sent]})
+        client = _CLIENTS[key] = openai.OpenAI(
+            base_url=api_base, api_key=api_key, timeout=timeout, max_retries=0, http_client=http_client
+        )
     return client
 
 

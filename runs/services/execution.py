@@ -40,6 +40,7 @@ from agents.adapters import AgentConfigError
 from agents.models import AgentVersion
 from evalsite import workers
 from evalsite.enqueue import messages_waiting
+from evalsite.llm import client as llm_client
 from runs import engine
 from runs.models import Result, Run
 from runs.services import budget
@@ -101,6 +102,10 @@ class Turn:
 # behind a model call: a lane whose last case took less than this saves, then claims.
 # Not lower: three lanes at 0 ms on a busy 2-core machine take 50-100 ms a case, all CPU.
 CLAIM_AHEAD_MIN_CASE_MS = 150
+# A lane's next request goes out 5-10 ms after its case ends (litellm builds it); one that
+# does not go through our OpenAI client (another provider's SDK, an http agent) lets the
+# save behind it start after this long.
+SAVE_BEHIND_WAIT = 0.05
 
 
 class Lane:
@@ -126,17 +131,32 @@ class Lane:
         self._executor: ThreadPoolExecutor | None = None
         self._job: Future[list[Result]] | None = None
         self._job_args: tuple[Result | None, engine.Outcome | None, Result] | None = None
+        self._sent = threading.Event()
 
     def claim_ahead(
         self, running: Result, *, save: Result | None = None, outcome: engine.Outcome | None = None
     ) -> None:
-        """Meanwhile: save `save` (if given) and claim the case after `running`."""
+        """Meanwhile: save `save` (if given) and claim the case after `running`.
+
+        A save waits until `running`'s first model request has gone out (or SAVE_BEHIND_WAIT,
+        for a request that does not go through our OpenAI client, or no request): until
+        then the lane is building that request, and the save would share the interpreter with
+        it."""
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"lane-{running.run_id}")
         self._job_args = (save, outcome, running)
-        self._job = self._executor.submit(
-            _result_save_ahead, save, self.token, outcome, running=running, claim=self.slow
-        )
+        self._sent.clear()
+        if save is not None:
+            llm_client.on_request_sent(self._sent.set)
+        else:
+            self._sent.set()
+        self._job = self._executor.submit(self._save_ahead, save, outcome, running, self.slow)
+
+    def _save_ahead(
+        self, save: Result | None, outcome: engine.Outcome | None, running: Result, claim: bool
+    ) -> list[Result]:
+        self._sent.wait(SAVE_BEHIND_WAIT)
+        return _result_save_ahead(save, self.token, outcome, running=running, claim=claim)
 
     @property
     def idle(self) -> bool:
@@ -148,6 +168,8 @@ class Lane:
         self._job = self._job_args = None
         if job is None or args is None:
             return []
+        llm_client.on_request_sent(None)  # the case ended without one: save now
+        self._sent.set()
         try:
             return job.result()
         except DatabaseError:
@@ -157,6 +179,7 @@ class Lane:
             return _result_save_ahead(save, self.token, outcome, running=running, claim=self.slow)
 
     def close(self) -> None:
+        self._sent.set()
         if self._executor is not None:
             self._executor.submit(connections.close_all)  # the thread's own connection
             self._executor.shutdown(wait=True)

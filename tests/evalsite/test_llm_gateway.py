@@ -470,3 +470,32 @@ def test_importing_the_gateway_does_not_import_litellm():
 
 def _cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+def test_a_thread_is_told_once_as_its_next_request_goes_out(fake_llm):
+    # A run's lane saves its previous case meanwhile (runs/services/execution.py).
+    from evalsite.llm.client import on_request_sent
+
+    calls: list[int] = []
+    on_request_sent(lambda: calls.append(len(fake_llm.requests)))
+    other = threading.Thread(target=llm.complete, args=(HELLO,), kwargs={"task": "agent"})
+    other.start()
+    other.join(timeout=30)
+    assert calls == []  # another thread's request
+
+    llm.complete(HELLO, task="agent")
+    llm.complete(HELLO, task="agent")
+
+    assert calls == [1]  # once, before the server had this thread's request
+
+
+def test_a_callback_forgotten_is_not_called(fake_llm):
+    from evalsite.llm.client import on_request_sent
+
+    calls: list[str] = []
+    on_request_sent(lambda: calls.append("sent"))
+    on_request_sent(None)
+
+    llm.complete(HELLO, task="agent")
+
+    assert calls == []

@@ -449,3 +449,60 @@ def test_a_lane_whose_cases_are_quicker_than_its_thread_saves_then_claims(make_d
         after for before, after in zip(lane_rows, lane_rows[1:], strict=False) if after.claimed_at < before.finished_at
     ]
     assert ahead == [lane_rows[1]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lane_saves_its_case_behind_once_its_next_case_request_has_gone_out(
+    make_dataset, alice, fake_llm, monkeypatch
+):
+    # Not earlier: the save would share the interpreter with the building of that request.
+    from runs.services import execution
+
+    events = []
+    told, save = execution.llm_client.on_request_sent, execution._result_save_ahead
+
+    def on_request_sent(callback):
+        told(callback and (lambda: (events.append("request sent"), callback())))
+
+    def result_save_ahead(result, *args, **kwargs):
+        if result is not None:
+            events.append(f"save {result.pk}")
+        return save(result, *args, **kwargs)
+
+    monkeypatch.setattr(execution.llm_client, "on_request_sent", on_request_sent)
+    monkeypatch.setattr(execution, "_result_save_ahead", result_save_ahead)
+    monkeypatch.setattr(execution, "SAVE_BEHIND_WAIT", 60.0)  # so only the request can start it
+    fake_llm.add_rule(task="agent", contains="Question 04", reply="Refunds are available within 30 days.", delay=2.0)
+    run, first, lane = _lane_with_a_slow_first_case(make_dataset, alice, fake_llm, cases=8, delay=1.0)
+    fourth = Result.objects.filter(run=run).order_by("id")[3]
+
+    wait_for(lambda: fake_llm.count("agent", case=fourth.pk) == 1, timeout=30, what="the 4th case's agent call")
+    wait_for(
+        lambda: Result.objects.get(pk=first.pk).status == Result.Status.PASS,
+        timeout=1.5,
+        what="the 1st case saved while the 4th calls its model",
+    )
+    assert events[:2] == ["request sent", f"save {first.pk}"]
+    lane.join(timeout=60)
+    assert not lane.is_alive()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lane_whose_next_case_sends_no_model_request_saves_as_that_case_ends(
+    make_dataset, alice, no_llm, monkeypatch
+):
+    # The offline scorer asks no model: nothing goes out to start the save behind a case.
+    import time
+
+    from runs.services import execution
+
+    monkeypatch.setattr(execution, "SAVE_BEHIND_WAIT", 60.0)
+    monkeypatch.setattr(execution, "CLAIM_AHEAD_MIN_CASE_MS", 0)  # every case claims ahead
+    run = _start(make_dataset(6), alice)
+    first, lane = _lane_thread(run)
+    began = time.monotonic()
+    lane.join(timeout=90)
+
+    assert not lane.is_alive() and time.monotonic() - began < 55
+    lane_rows = [row for row in Result.objects.filter(run=run).order_by("id") if row.token == first.token]
+    assert len(lane_rows) == 4 and all(row.status == Result.Status.PASS for row in lane_rows)
