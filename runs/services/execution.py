@@ -179,6 +179,7 @@ class Lane:
             return _result_save_ahead(save, self.token, outcome, running=running, claim=self.slow)
 
     def close(self) -> None:
+        llm_client.on_request_sent(None)  # not left to this thread's next task
         self._sent.set()
         if self._executor is not None:
             self._executor.submit(connections.close_all)  # the thread's own connection
