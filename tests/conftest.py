@@ -32,6 +32,20 @@ def _empty_cache():
 
 
 @pytest.fixture
+def broker_queue(settings):
+    """This test process's broker queue (tests/broker.py), empty before and after the test:
+    a Redis client on the broker."""
+    import redis
+
+    from tests.broker import queue_keys
+
+    client = redis.Redis.from_url(settings.REDIS_CLIENT_URL)
+    client.delete(*queue_keys())
+    yield client
+    client.delete(*queue_keys())
+
+
+@pytest.fixture
 def team(db):
     return TeamFactory(name="Acme QA")
 

@@ -1,19 +1,8 @@
 """enqueue.messages_waiting: the messages no worker has taken yet, as the broker counts them."""
 
-import pytest
-import redis
-
 from evalsite.enqueue import messages_waiting
 from evalsite.tasks import URGENT, health_check
 from tests.broker import queue_keys
-
-
-@pytest.fixture
-def broker_queue(settings):
-    client = redis.Redis.from_url(settings.REDIS_CLIENT_URL)
-    client.delete(*queue_keys())
-    yield client
-    client.delete(*queue_keys())
 
 
 def test_an_empty_queue_has_no_message_waiting(broker_queue):

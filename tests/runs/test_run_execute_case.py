@@ -1,7 +1,6 @@
 """run_execute_case: claim, execute, save with counters, refill the window."""
 
 import pytest
-import redis
 
 from agents.models import Agent, AgentVersion
 from evalsite import workers
@@ -62,15 +61,6 @@ def test_after_its_lane_time_a_task_hands_its_slot_on_through_a_new_message(make
     assert (run.status, run.completed) == (Run.Status.RUNNING, 1)
 
 
-@pytest.fixture
-def broker_queue(settings):
-    """This test process's broker queue, empty before and after the test: a redis client."""
-    client = redis.Redis.from_url(settings.REDIS_CLIENT_URL)
-    client.delete(*queue_keys())
-    yield client
-    client.delete(*queue_keys())
-
-
 def _one_lane_run(make_dataset, alice, settings, cases=5):
     """A run of `cases` with a window of one, its turns a millisecond long: (run, its lane's
     first result)."""
@@ -97,45 +87,29 @@ def test_a_lane_past_its_turn_keeps_its_slot_while_no_message_waits_for_a_worker
     assert drive(run).status == Run.Status.COMPLETED
 
 
-def test_a_lane_past_its_turn_hands_its_slot_on_when_a_message_waits_for_a_worker(
-    make_dataset, alice, no_llm, settings, broker_queue, monkeypatch
-):
+def _another_task_waits(execution, monkeypatch):
     from evalsite.tasks import health_check
-    from runs.services import execution
 
-    monkeypatch.setattr(execution, "LANE_MAX_TURNS", 1_000_000)
-    run, first = _one_lane_run(make_dataset, alice, settings)
     health_check.delay("another task, waiting for a worker")
 
-    services.run_execute_case(result_id=first.pk, token=first.token)
 
-    statuses = list(Result.objects.filter(run=run).order_by("id").values_list("status", flat=True))
-    assert statuses == ["pass", "queued", "pending", "pending", "pending"]
-
-
-def test_a_lane_hands_its_slot_on_after_its_last_turn_even_when_nobody_waits(
-    make_dataset, alice, no_llm, settings, broker_queue, monkeypatch
-):
-    # So that no case starts late in its task's time limit.
-    from runs.services import execution
-
-    monkeypatch.setattr(execution, "LANE_MAX_TURNS", 1)
-    run, first = _one_lane_run(make_dataset, alice, settings)
-
-    services.run_execute_case(result_id=first.pk, token=first.token)
-
-    statuses = list(Result.objects.filter(run=run).order_by("id").values_list("status", flat=True))
-    assert statuses == ["pass", "queued", "pending", "pending", "pending"]
+def _the_lanes_last_turn(execution, monkeypatch):
+    monkeypatch.setattr(execution, "LANE_MAX_TURNS", 1)  # so no case starts late in its task's time limit
 
 
-def test_a_lane_hands_its_slot_on_when_the_broker_cannot_say_whether_anyone_waits(
-    make_dataset, alice, no_llm, settings, broker_queue, monkeypatch
+def _the_broker_cannot_say(execution, monkeypatch):
+    monkeypatch.setattr(execution, "messages_waiting", lambda: None)  # Redis down or unreachable
+
+
+@pytest.mark.parametrize("because", [_another_task_waits, _the_lanes_last_turn, _the_broker_cannot_say])
+def test_a_lane_past_its_turn_hands_its_slot_on(
+    make_dataset, alice, no_llm, settings, broker_queue, monkeypatch, because
 ):
     from runs.services import execution
 
     monkeypatch.setattr(execution, "LANE_MAX_TURNS", 1_000_000)
-    monkeypatch.setattr(execution, "messages_waiting", lambda: None)  # Redis down or unreachable
     run, first = _one_lane_run(make_dataset, alice, settings)
+    because(execution, monkeypatch)
 
     services.run_execute_case(result_id=first.pk, token=first.token)
 
