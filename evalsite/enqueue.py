@@ -15,8 +15,9 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from celery import Task
+from celery import Task, current_app
 from django.db import transaction
+from kombu.exceptions import ChannelError
 
 logger = logging.getLogger(__name__)
 
@@ -38,9 +39,6 @@ def messages_waiting() -> int | None:
     A message a worker has taken is no longer in the broker's lists (with late acks and a
     prefetch of one, a busy worker takes none beyond what it runs), so a message counted
     here is one that no worker has a free process for."""
-    from celery import current_app
-    from kombu.exceptions import ChannelError
-
     queue = current_app.conf.task_default_queue
     try:
         with current_app.pool.acquire(block=True, timeout=2) as connection:
