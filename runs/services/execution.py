@@ -61,10 +61,12 @@ def run_execute_case(*, result_id: int, token: str, retry: bool = False) -> None
     `attempts` counts workers lost on this case.
     """
     turn = Turn()
-    result = _result_claim(result_id, token, count_attempt=not retry)
-    if result is None:
+    claimed = _result_claim(result_id, token, count_attempt=not retry)
+    if claimed is None:
         return
-    with _claim_heartbeat(result.run_id, token), _lane(result, token) as lane:
+    first, taken_up = claimed
+    result: Result | None = first
+    with _claim_heartbeat(first.run_id, token), _lane(first, token, untold=taken_up - 1) as lane:
         while result is not None:
             result = _case_run(result, token, turn=turn, lane=lane)
 
@@ -116,8 +118,12 @@ class Lane:
     model calls too quick to hide it (a fake model at 0 ms), the thread would only add
     its switching to the cases' CPU: the lane then stops claiming ahead."""
 
-    def __init__(self, run: Run, token: str) -> None:
+    def __init__(self, run: Run, token: str, *, untold: int = 0) -> None:
         self.token = token
+        # Cases the lane holds that it has not been told of: those it had claimed ahead
+        # before its message came back (a redelivery takes up all of them). Otherwise it
+        # only holds what its own thread claimed, and `collect` tells.
+        self.untold = untold
         # Claiming ahead needs a second connection that sees what this one committed: not
         # inside a transaction (a test's), and a run with a cost cap claims nothing before
         # the case in hand is priced.
@@ -171,12 +177,14 @@ class Lane:
         llm_client.on_request_sent(None)  # the case ended without one: save now
         self._sent.set()
         try:
-            return job.result()
+            held = job.result()
         except DatabaseError:
             # Once more, here: a second failure is the task's own retry of the lane.
             logger.warning("Saving ahead in lane %s failed; trying again in the lane", self.token, exc_info=True)
             save, outcome, running = args
-            return _result_save_ahead(save, self.token, outcome, running=running, claim=self.slow)
+            held = _result_save_ahead(save, self.token, outcome, running=running, claim=self.slow)
+        self.untold = 0  # the job listed every case the lane holds
+        return held
 
     def close(self) -> None:
         llm_client.on_request_sent(None)  # not left to this thread's next task
@@ -187,8 +195,8 @@ class Lane:
 
 
 @contextmanager
-def _lane(result: Result, token: str) -> Iterator[Lane]:
-    lane = Lane(result.run, token)
+def _lane(result: Result, token: str, *, untold: int) -> Iterator[Lane]:
+    lane = Lane(result.run, token, untold=untold)
     try:
         yield lane
         if lane.ahead:
@@ -246,8 +254,12 @@ def _case_run(result: Result, token: str, *, turn: Turn, lane: Lane | None = Non
         if not Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE_STATUSES).exists():
             return None  # stopped meanwhile: no new case starts (the lane's end hands back what it holds)
     else:
-        if not _result_save(result, token, outcome, chain=chain, ahead=ahead):
+        # Held cases to hand on, or a redelivered lane's: listed again under the lock.
+        untold = lane.untold if lane is not None else 0
+        if not _result_save(result, token, outcome, chain=chain, ahead=ahead and (bool(held) or untold > 0)):
             return None
+        if lane is not None and untold:
+            lane.untold -= 1  # the save went on with the oldest of them
         # The lane's next case, of the same run: what the engine reads of the run (its agent,
         # version, scoring) never changes, and it was active when the case was claimed.
         following = _claimed(Result.objects.filter(run_id=run.pk, token=token, status=Result.Status.RUNNING), run)
@@ -256,10 +268,13 @@ def _case_run(result: Result, token: str, *, turn: Turn, lane: Lane | None = Non
     return following
 
 
-def _result_claim(result_id: int, token: str, *, count_attempt: bool = True) -> Result | None:
-    # Running with the same token is our own message coming back (a retry after a database
-    # error, or a redelivery after the pool child died): take up the case its lane was on,
-    # which is the message's own case or one the lane claimed after it.
+def _result_claim(result_id: int, token: str, *, count_attempt: bool = True) -> tuple[Result, int] | None:
+    """The message's case, claimed, and how many of its lane's cases were taken up.
+
+    Running with the same token is our own message coming back (a retry after a database
+    error, or a redelivery after the pool child died): take up the case its lane was on,
+    which is the message's own case or one the lane claimed after it, and any it had
+    claimed ahead."""
     attempts = F("attempts") + 1 if count_attempt else F("attempts")
     lane = Result.objects.filter(
         run_id=Subquery(Result.objects.filter(pk=result_id).values("run_id")),
@@ -269,7 +284,8 @@ def _result_claim(result_id: int, token: str, *, count_attempt: bool = True) -> 
     claimed = lane.update(
         status=Result.Status.RUNNING, claimed_at=timezone.now(), attempts=attempts, claimed_by=workers.WORKER_ID
     )
-    return _claimed(lane) if claimed else None
+    result = _claimed(lane) if claimed else None
+    return (result, claimed) if result is not None else None
 
 
 def _claimed(results: QuerySet[Result], run: Run | None = None) -> Result | None:
@@ -336,8 +352,9 @@ def _result_save(
 
     The freed slot goes to the run's next pending case: claimed here for this lane when
     `chain` (True is returned: the lane goes on with it), else queued for a new task message.
-    `ahead`: the lane claims ahead, so it may hold a case already, which it goes on with or
-    hands on (one message for the lane, as without it)."""
+    `ahead`: the lane may hold cases claimed ahead (it was told of one it did not go on with,
+    or took some up when its message came back): listed here, it goes on with the oldest or
+    hands them on (one message for the lane, as without them)."""
     with transaction.atomic():
         run = Run.objects.select_for_update().only("id", "status", "concurrency").get(pk=result.run_id)
         if not _outcome_write(run, result, token, outcome):

@@ -66,7 +66,7 @@ def test_a_case_already_calling_when_the_cap_is_reached_finishes_and_is_counted(
     run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice, budget_cap=cap)
     first, second, third = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id")
     # The second case is claimed and has made its calls (a worker of the window of 3) ...
-    in_flight = execution._result_claim(second.pk, second.token)
+    in_flight, _ = execution._result_claim(second.pk, second.token)
     outcome = engine.execute(in_flight, in_flight.run, execution._version(run.agent_version_id))
     # ... when the first case finishes and reaches the cap.
     services.run_execute_case(result_id=first.pk, token=first.token)

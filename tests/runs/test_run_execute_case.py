@@ -1,6 +1,8 @@
 """run_execute_case: claim, execute, save with counters, refill the window."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from agents.models import Agent, AgentVersion
 from evalsite import workers
@@ -480,3 +482,24 @@ def test_a_lane_whose_next_case_sends_no_model_request_saves_as_that_case_ends(
     assert not lane.is_alive() and time.monotonic() - began < 55
     lane_rows = [row for row in Result.objects.filter(run=run).order_by("id") if row.token == first.token]
     assert len(lane_rows) == 4 and all(row.status == Result.Status.PASS for row in lane_rows)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lane_that_holds_no_case_ahead_does_not_look_for_one_as_it_saves(make_dataset, alice, fake_llm):
+    # At 0 ms the lane's cases are quicker than its thread: it saves, then claims, in one
+    # transaction, and a lane that took up one case knows it holds no other.
+    run = _start(make_dataset(10, kind=Agent.Kind.LLM), alice)
+    first = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
+
+    with CaptureQueriesContext(connection) as captured:  # the lane's own connection, not its thread's
+        services.run_execute_case(result_id=first.pk, token=first.token)
+
+    lane_rows = [row for row in Result.objects.filter(run=run).order_by("id") if row.token == first.token]
+    assert len(lane_rows) == 8 and all(row.status == Result.Status.PASS for row in lane_rows)
+    # The lane's cases running under its token, listed (a LIMIT 1 read is its next case).
+    held_lookups = [
+        query["sql"]
+        for query in captured.captured_queries
+        if query["sql"].startswith("SELECT") and "LIMIT" not in query["sql"] and f"'{first.token}'" in query["sql"]
+    ]
+    assert held_lookups == []

@@ -30,7 +30,7 @@ def test_a_reexecuted_case_carries_the_same_key_and_the_next_attempt(
     run = _http_run(make_dataset, alice, agent_server.url, cases=1)
     result = Result.objects.get(run=run)
     # A worker claims the case and asks the agent, then dies before saving (kill -9).
-    claimed = execution._result_claim(result.pk, result.token)
+    claimed, _ = execution._result_claim(result.pk, result.token)
     engine.execute(claimed, run, AgentVersion.objects.get(pk=run.agent_version_id))
     old = timezone.now() - timedelta(seconds=settings.EVALSITE_STALE_CLAIM_SECONDS + 1)
     Result.objects.filter(pk=result.pk).update(claimed_at=old)

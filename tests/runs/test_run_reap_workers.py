@@ -89,8 +89,8 @@ def test_claims_are_stamped_with_the_worker_identity(make_dataset, alice, no_llm
     dataset = make_dataset(1)
     run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
     result = Result.objects.get(run=run)
-    claimed = services.execution._result_claim(result.pk, result.token)
-    assert claimed is not None and claimed.claimed_by == "host:42:abcd"
+    claimed, _ = services.execution._result_claim(result.pk, result.token)
+    assert claimed.claimed_by == "host:42:abcd"
 
 
 def test_cases_queued_before_a_worker_died_are_sent_again_once(
