@@ -120,9 +120,8 @@ class Lane:
 
     def __init__(self, run: Run, token: str, *, untold: int = 0) -> None:
         self.token = token
-        # Cases the lane holds that it has not been told of: those it had claimed ahead
-        # before its message came back (a redelivery takes up all of them). Otherwise it
-        # only holds what its own thread claimed, and `collect` tells.
+        # Held cases it was not told of (a redelivery takes up all of the lane's); otherwise
+        # it holds only what its own thread claimed, and `collect` tells.
         self.untold = untold
         # Claiming ahead needs a second connection that sees what this one committed: not
         # inside a transaction (a test's), and a run with a cost cap claims nothing before
@@ -254,8 +253,7 @@ def _case_run(result: Result, token: str, *, turn: Turn, lane: Lane | None = Non
         if not Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE_STATUSES).exists():
             return None  # stopped meanwhile: no new case starts (the lane's end hands back what it holds)
     else:
-        # Held cases to hand on, or a redelivered lane's: listed again under the lock.
-        untold = lane.untold if lane is not None else 0
+        untold = lane.untold if lane is not None else 0  # held cases a redelivery took up
         if not _result_save(result, token, outcome, chain=chain, ahead=ahead and (bool(held) or untold > 0)):
             return None
         if lane is not None and untold:
@@ -269,12 +267,10 @@ def _case_run(result: Result, token: str, *, turn: Turn, lane: Lane | None = Non
 
 
 def _result_claim(result_id: int, token: str, *, count_attempt: bool = True) -> tuple[Result, int] | None:
-    """The message's case, claimed, and how many of its lane's cases were taken up.
-
-    Running with the same token is our own message coming back (a retry after a database
-    error, or a redelivery after the pool child died): take up the case its lane was on,
-    which is the message's own case or one the lane claimed after it, and any it had
-    claimed ahead."""
+    """The message's case, claimed, and how many of its lane's cases were taken up: with the
+    same token it is our own message coming back (a retry after a database error, or a
+    redelivery after the pool child died), which takes up the case its lane was on (its
+    own or one the lane claimed after it) and any the lane had claimed ahead."""
     attempts = F("attempts") + 1 if count_attempt else F("attempts")
     lane = Result.objects.filter(
         run_id=Subquery(Result.objects.filter(pk=result_id).values("run_id")),
