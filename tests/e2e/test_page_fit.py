@@ -6,13 +6,14 @@ from pathlib import Path
 import pytest
 
 from agents.models import Agent
+from evalsite import demo
 from tests.e2e.conftest import PHONE
 from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.e2e
 
 SHOTS = Path("/tmp/shots-fit")
-CANNED = '{"order_id": "A-1042", "plan": "Team", "amount": "79.00 USD", "status": "paid", "paid_at": "2026-10-02"}'
+CANNED = demo.TOOLS[0]["result"]
 # What sticks out past the window's right edge, unless a box on its way up scrolls or clips it.
 STICKING_OUT = """() => {
   const width = window.innerWidth, out = [];
@@ -35,18 +36,7 @@ def tool_agent(transactional_db, team):
         team=team,
         name="Support bot",
         kind=Agent.Kind.LLM,
-        version__tools=[
-            {
-                "name": "lookup_order",
-                "description": "Look up an order by its id and return its plan, amount, status and payment date.",
-                "parameters": {
-                    "type": "object",
-                    "properties": {"order_id": {"type": "string", "description": "The order id, e.g. A-1042"}},
-                    "required": ["order_id"],
-                },
-                "result": CANNED,
-            }
-        ],
+        version__tools=demo.TOOLS,  # the demo agent's tool, whose canned result showed it
     )
 
 
