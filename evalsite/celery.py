@@ -112,13 +112,13 @@ def _warm_up_first_case() -> None:
     server are closed and forgotten, so no child inherits their sockets.
     """
     from evalsite import llm
-    from evalsite.llm.client import forget_clients, openai_client
+    from evalsite.llm.client import forget_clients, openai_client, unlogged
     from evalsite.worker_warmup import loopback_server
 
     llm.parse_json_answer('{"ok": true}', {"type": "object", "properties": {"ok": {"type": "boolean"}}})
     litellm = llm.litellm_module()  # the gateway imports litellm; its submodules are reached from it
     litellm.llms.custom_httpx.http_handler.get_ssl_configuration()  # cached for every HTTPS client
-    with loopback_server() as base_url:
+    with loopback_server() as base_url, unlogged():  # as the gateway's calls are made
         call = {"model": "openai/warm-up", "api_base": base_url, "api_key": "warm-up", "max_retries": 0, "timeout": 10}
         messages = [{"role": "user", "content": "warm-up"}]
         litellm.completion(messages=messages, **call)
@@ -132,7 +132,8 @@ def _warm_up_first_case() -> None:
         forget_clients()
     # litellm builds its provider config map (importing the modules of every provider it
     # maps) on the first model info lookup of a model it does not price, which its logging
-    # thread does after a child's first call. A provider it does not answer early for builds it.
+    # thread does after a child's first call (unless unlogged() holds). A provider it does
+    # not answer early for builds it.
     litellm.ProviderConfigManager.get_provider_chat_config(model="warm-up", provider=litellm.LlmProviders.ANTHROPIC)
     _logging_drained(litellm)
     cache = litellm.in_memory_llm_clients_cache

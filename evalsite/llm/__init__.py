@@ -166,9 +166,12 @@ def warm_up() -> None:
     Worker processes call this before forking their pool, so each child does not pay
     seconds of import on its first case.
     """
-    litellm_module().completion(
-        model="openai/warm-up", messages=[{"role": "user", "content": "hi"}], mock_response="ok"
-    )
+    from evalsite.llm.client import unlogged
+
+    with unlogged():  # as the gateway's calls are made
+        litellm_module().completion(
+            model="openai/warm-up", messages=[{"role": "user", "content": "hi"}], mock_response="ok"
+        )
 
 
 def forget_model_state() -> None:

@@ -11,7 +11,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -96,6 +96,30 @@ def litellm_module() -> ModuleType:
     return litellm
 
 
+def unlogged() -> AbstractContextManager[Any]:
+    """A context in which litellm skips its own success logging of a call.
+
+    What a call cost, used and took is ours (results.measured, log_success); litellm's
+    logging only built a payload for callbacks we never register, on its logging thread
+    after every call: about 2 ms of CPU a case, which a run's lanes share the interpreter
+    with (bench/profile_cases.py). litellm has no public switch for it: `internal_sub_call`
+    marks a call as a sub-call that its caller logs, as litellm's own nested calls are.
+    Should a litellm release move it, calls are logged again (a test in
+    tests/evalsite/test_llm_gateway.py says so), never broken.
+    """
+    return _litellm_sub_call()()
+
+
+@functools.cache
+def _litellm_sub_call() -> Callable[[], AbstractContextManager[Any]]:
+    litellm_module()
+    try:
+        from litellm._internal_context import internal_sub_call
+    except ImportError:
+        return nullcontext
+    return internal_sub_call
+
+
 @dataclass(frozen=True)
 class Call:
     model: str
@@ -164,7 +188,8 @@ class Call:
             try:
                 with model_slot(self.model, self.timeout) as slot:
                     try:
-                        return request(), attempt, started
+                        with unlogged():
+                            return request(), attempt, started
                     except Exception as exc:
                         error = mapped_error(exc, attempts=attempt, timeout=self.timeout)
                         if error is not None and error.kind == "timeout":

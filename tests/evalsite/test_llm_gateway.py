@@ -499,3 +499,33 @@ def test_a_callback_forgotten_is_not_called(fake_llm):
     llm.complete(HELLO, task="agent")
 
     assert calls == []
+
+
+def test_litellm_logs_none_of_our_calls_on_its_logging_thread(fake_llm):
+    # Tokens, cost and duration of a call are ours (LLMResult, our log line). litellm's own
+    # success logging built a payload on its logging thread after every call, about 2 ms of
+    # CPU a case (bench/profile_cases.py) that the run's lanes shared the interpreter with.
+    # A callback registered with litellm (public API) still sees a call made past the
+    # gateway, the control: so it would see ours, were they logged.
+    from evalsite.llm.client import litellm_module
+
+    litellm = litellm_module()
+    seen: list[str] = []
+
+    def record(kwargs, response, start_time, end_time):
+        seen.append(kwargs.get("model"))
+
+    litellm.success_callback.append(record)
+    try:
+        llm.complete(HELLO, task="agent")
+        llm.complete_json(HELLO, task="judge", schema=VERDICT_SCHEMA, purpose="judge")
+        llm.embed(["hello"])
+        litellm.completion(
+            model="openai/control", messages=HELLO, api_base=fake_llm.url, api_key="test-key", max_retries=0
+        )
+        wait_for(lambda: "control" in seen, timeout=10, what="litellm's logging thread logging the control call")
+    finally:
+        litellm.success_callback.remove(record)
+
+    assert seen == ["control"]
+    assert fake_llm.count() == 4
