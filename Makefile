@@ -109,8 +109,11 @@ bench: install-dev
 	$(PY) bench/run_all.py
 
 # The peer bench (a harness outside this repository: promptfoo, inspect-ai and a bare client
-# against one mock model) with Evalsite added through bench/peer_evalsite.py. PEER_BENCH is a
-# writable copy of it; its install_peers.sh installs the peers there (npm and a venv), never here.
+# against one mock model) with Evalsite added through bench/peer_evalsite.py, and beside it the
+# floor Evalsite stands on: the model path alone (bench/peer_model_path.py, two bare
+# litellm.completion calls a case in a main process and CONC forked children, as the worker's
+# pool). PEER_BENCH is a writable copy of it; its install_peers.sh installs the peers there
+# (npm and a venv), never here.
 PEER_BENCH ?=
 PEER_CONFIGS ?= 300:200:3,300:0:3
 PEER_REPS ?= 2
@@ -119,6 +122,7 @@ bench-peers: install-dev
 	@test -n "$(PEER_BENCH)" || { echo "Set PEER_BENCH to a writable copy of the peer bench."; exit 2; }
 	cd "$(PEER_BENCH)" && ./install_peers.sh && python3 bench_matrix.py --tools baseline,promptfoo,inspect \
 		--cmd-tool 'evalsite=$(CURDIR)/$(PY) $(CURDIR)/bench/peer_evalsite.py {cases_csv} {base_url} {conc}' \
+		--cmd-tool 'litellm_floor=$(CURDIR)/$(PY) $(CURDIR)/bench/peer_model_path.py {cases_csv} {base_url} {conc} --raw' \
 		--configs $(PEER_CONFIGS) --reps $(PEER_REPS) --jitter-ms $(PEER_JITTER)
 
 # Production-like settings: the same code, only the environment differs.

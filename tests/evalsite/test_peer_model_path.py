@@ -1,0 +1,80 @@
+"""bench/peer_model_path.py: the model path alone (no database, no Celery), the floor that the
+README's peer-bench figures put beside Evalsite's runs. Run as the peer harness runs it: a
+process with the harness's CSV, against a real HTTP server (the fake LLM)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "bench" / "peer_model_path.py"
+CASES = 7
+
+
+def _cases(folder: Path) -> Path:
+    path = folder / "cases.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "question", "expected"])
+        for number in range(CASES):
+            writer.writerow([f"case-{number}", f"How long is the refund window on plan {number}?", "30 days."])
+    return path
+
+
+def _run(cases: Path, url: str, *options: str) -> tuple[int, list[dict], str]:
+    # Not the suite's Redis: what the gateway learns of the bench's models stays out of it.
+    env = {name: value for name, value in os.environ.items() if name != "REDIS_URL"}
+    completed = subprocess.run(
+        [sys.executable, str(SCRIPT), str(cases), url, "3", *options],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    prefix = "MODEL_PATH "
+    figures = [json.loads(line[len(prefix) :]) for line in completed.stdout.splitlines() if line.startswith(prefix)]
+    return completed.returncode, figures, completed.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("options", "path", "processes"),
+    [
+        ((), "gateway", 4),  # the worker's shape: a main process and 3 forked children
+        (("--raw",), "litellm", 4),
+        (("--raw", "--pool", "thread"), "litellm", 1),
+    ],
+)
+def test_each_case_makes_its_two_calls_and_the_tree_is_measured(fake_llm_server, tmp_path, options, path, processes):
+    fake_llm_server.reset()
+
+    code, figures, stderr = _run(_cases(tmp_path), fake_llm_server.url, *options)
+
+    assert code == 0, stderr
+    [measured] = figures
+    assert (measured["path"], measured["answered"], measured["processes"]) == (path, CASES, processes)
+    # One agent and one judge call a case reached the server, the warm-up none (its own server).
+    assert fake_llm_server.count() == 2 * CASES
+    judged = [r for r in fake_llm_server.requests if "judge" in json.dumps(r.messages).lower()]
+    assert len(judged) == CASES
+    assert measured["cpu_ms_per_case"] > 0
+    assert measured["peak_pss_mb"] > 100  # litellm alone is most of it
+    assert len(measured["by_process"]) == processes
+
+
+@pytest.mark.parametrize("options", [(), ("--raw", "--pool", "thread")])
+def test_a_case_without_its_answer_fails_the_tool(fake_llm_server, tmp_path, options):
+    fake_llm_server.reset()
+    fake_llm_server.add_rule(status=401, error="Incorrect API key provided.")
+
+    code, figures, _ = _run(_cases(tmp_path), fake_llm_server.url, *options)
+
+    assert code != 0
+    assert [measured["answered"] for measured in figures] in ([], [0])
