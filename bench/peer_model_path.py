@@ -97,8 +97,8 @@ def main() -> int:
         "cpu_ms_per_case": round(cpu * 1000 / max(len(cases), 1), 2),
         "peak_pss_mb": round(sampler.peak_pss / 1024),  # smaps_rollup counts kB
         "largest_rss_mb": round(max((p.get("Rss", 0) for p in sampler.at_peak.values()), default=0) / 1024),
-        "processes": len(sampler.at_peak),
-        # Each process at the peak, the main one first: [PSS, private] MB.
+        "processes": 1 + args.concurrency if args.pool == "process" else 1,
+        # Each process of the sample with the highest PSS, the main one first: [PSS, private] MB.
         "by_process": [
             [round(p.get("Pss", 0) / 1024), round((p.get("Private_Clean", 0) + p.get("Private_Dirty", 0)) / 1024)]
             for _, p in sorted(sampler.at_peak.items(), key=lambda item: item[0] != os.getpid())

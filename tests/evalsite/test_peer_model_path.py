@@ -18,6 +18,14 @@ SCRIPT = ROOT / "bench" / "peer_model_path.py"
 CASES = 7
 
 
+@pytest.fixture
+def server(fake_llm_server):
+    """The suite's fake LLM, reset before and after (a test's rules never outlive it)."""
+    fake_llm_server.reset()
+    yield fake_llm_server
+    fake_llm_server.reset()
+
+
 def _cases(folder: Path) -> Path:
     path = folder / "cases.csv"
     with path.open("w", newline="", encoding="utf-8") as handle:
@@ -52,29 +60,26 @@ def _run(cases: Path, url: str, *options: str) -> tuple[int, list[dict], str]:
         (("--raw", "--pool", "thread"), "litellm", 1),
     ],
 )
-def test_each_case_makes_its_two_calls_and_the_tree_is_measured(fake_llm_server, tmp_path, options, path, processes):
-    fake_llm_server.reset()
-
-    code, figures, stderr = _run(_cases(tmp_path), fake_llm_server.url, *options)
+def test_each_case_makes_its_two_calls_and_the_tree_is_measured(server, tmp_path, options, path, processes):
+    code, figures, stderr = _run(_cases(tmp_path), server.url, *options)
 
     assert code == 0, stderr
     [measured] = figures
     assert (measured["path"], measured["answered"], measured["processes"]) == (path, CASES, processes)
     # One agent and one judge call a case reached the server, the warm-up none (its own server).
-    assert fake_llm_server.count() == 2 * CASES
-    judged = [r for r in fake_llm_server.requests if "judge" in json.dumps(r.messages).lower()]
+    assert server.count() == 2 * CASES
+    judged = [r for r in server.requests if "judge" in json.dumps(r.messages).lower()]
     assert len(judged) == CASES
     assert measured["cpu_ms_per_case"] > 0
     assert measured["peak_pss_mb"] > 100  # litellm alone is most of it
-    assert len(measured["by_process"]) == processes
+    assert 1 <= len(measured["by_process"]) <= processes  # the sample at the peak: children may have ended
 
 
 @pytest.mark.parametrize("options", [(), ("--raw", "--pool", "thread")])
-def test_a_case_without_its_answer_fails_the_tool(fake_llm_server, tmp_path, options):
-    fake_llm_server.reset()
-    fake_llm_server.add_rule(status=401, error="Incorrect API key provided.")
+def test_a_case_without_its_answer_fails_the_tool(server, tmp_path, options):
+    server.add_rule(status=401, error="Incorrect API key provided.")
 
-    code, figures, _ = _run(_cases(tmp_path), fake_llm_server.url, *options)
+    code, figures, _ = _run(_cases(tmp_path), server.url, *options)
 
     assert code != 0
     assert [measured["answered"] for measured in figures] in ([], [0])
