@@ -10,14 +10,15 @@ messages and schema for the judge); with `--raw`, as two bare `litellm.completio
 costs before any code of ours.
 
 `--pool process` (the default) is the Celery worker's shape: a main process that imports
-and warms the model path up, calls `gc.freeze()` and forks CONCURRENCY children, which take
-cases from a queue; `--pool thread` runs CONCURRENCY threads in one process instead. Either
-way, what the whole process tree used is printed at the end as one line, `MODEL_PATH {json}`:
-CPU seconds of the tree (user + system) from the first case on (start-up and warm-up left
-out, and the sampler's own), its peak PSS and the largest RSS at that peak (smaps_rollup,
-sampled every 0.25 s). Put beside the peers and an Evalsite run in one `bench_matrix.py`, it tells how much
-of Evalsite's span, throughput, CPU and memory is the model path the brief fixes (litellm)
-and how much is the run engine around it:
+and warms the model path up (the worker's own warm-up), calls `gc.freeze()` and forks
+CONCURRENCY children, which take cases from a queue; `--pool thread` runs CONCURRENCY
+threads in one process instead. Either way, what the whole process tree used is printed at
+the end as one line, `MODEL_PATH {json}`: CPU seconds of the tree (user + system) from the
+first case on (start-up, warm-up and the sampler's own left out), its peak PSS and the
+largest RSS at that peak (smaps_rollup, sampled every 0.25 s). Put beside the peers and an
+Evalsite run in one `bench_matrix.py`, it tells how much of Evalsite's span, throughput,
+CPU and memory is the model path every call goes through (litellm) and how much is the run
+engine around it:
 
     cd /tmp/peer-bench && python3 bench_matrix.py --tools baseline,promptfoo \\
       --cmd-tool "evalsite=$REPO/.venv/bin/python $REPO/bench/peer_evalsite.py {cases_csv} {base_url} {conc}" \\
@@ -109,6 +110,7 @@ def main() -> int:
 
 
 def _setup_django(base_url: str) -> None:
+    """Django's settings, with the gateway's models pointed at the harness's mock."""
     os.environ.update(
         DJANGO_SETTINGS_MODULE="evalsite.settings",
         DATABASE_URL=os.environ.get("DATABASE_URL") or f"sqlite:///{tempfile.mkdtemp(prefix='evalsite-path-')}/x.db",
@@ -164,7 +166,7 @@ def _one_case(base_url: str, *, raw: bool) -> Callable[[Case], None]:
     from runs.scoring import JUDGE_SCHEMA, Evaluation, judge_messages
 
     def gateway_case(case: Case) -> None:
-        answer = llm.complete([{"role": "user", "content": case["question"]}], task="agent", temperature=0, model=None)
+        answer = llm.complete([{"role": "user", "content": case["question"]}], task="agent", temperature=0)
         evaluation = Evaluation(question=case["question"], answer=answer.text, expected_answer=case["expected"])
         judged = llm.complete_json(
             judge_messages(evaluation, {}), schema=JUDGE_SCHEMA, task="judge", purpose="judge", temperature=0
