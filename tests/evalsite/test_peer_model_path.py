@@ -84,3 +84,30 @@ def test_a_case_without_its_answer_fails_the_tool(server, tmp_path, options):
 
     assert code != 0
     assert [measured["answered"] for measured in figures] in ([], [0])
+
+
+def test_a_process_forked_while_the_tree_is_read_makes_the_sample_read_again(monkeypatch):
+    """The sampler's race, made certain: a child starts after the tree is listed and before its
+    figures are read. Such a sample must not stand (the parent's PSS already counts the child's
+    share as gone), so it is read again with the child in it."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bench_worker_memory
+
+    listing = bench_worker_memory.tree
+    started: list[subprocess.Popen] = []
+
+    def a_child_starts_after_the_first_listing(pid: int) -> list[int]:
+        listed = listing(pid)
+        if not started:
+            started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]))
+        return listed
+
+    monkeypatch.setattr(bench_worker_memory, "tree", a_child_starts_after_the_first_listing)
+    try:
+        snapshot = bench_worker_memory.take(os.getpid())
+        [child] = started
+        assert {os.getpid(), child.pid} <= set(snapshot)
+    finally:
+        for child in started:
+            child.kill()
+            child.wait()
