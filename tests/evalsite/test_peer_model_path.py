@@ -90,7 +90,7 @@ def test_a_process_forked_while_the_tree_is_read_makes_the_sample_read_again(mon
     """The sampler's race, made certain: a child starts after the tree is listed and before its
     figures are read. Such a sample must not stand (the parent's PSS already counts the child's
     share as gone), so it is read again with the child in it."""
-    sys.path.insert(0, str(ROOT / "bench"))
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))  # the bench scripts' own folder, as they run
     import bench_worker_memory
 
     listing = bench_worker_memory.tree
