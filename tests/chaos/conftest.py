@@ -6,6 +6,7 @@ persistence), never the machine's, and its worker runs at the shipped WORKER_CON
 
 import socket
 import subprocess
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -73,3 +74,32 @@ def own_redis(settings) -> Iterator[RedisServer]:
     yield server
     _point_celery_at(app, old_url)
     server.kill()
+
+
+class Poller(threading.Thread):
+    """A person watching a page: one GET a second through the web stack (test client, as a
+    server answers: errors are responses, not exceptions), every status code kept."""
+
+    def __init__(self, user, url: str) -> None:
+        super().__init__(daemon=True)
+        from django.test import Client
+
+        self.client = Client(raise_request_exception=False)
+        self.client.force_login(user)
+        self.url = url
+        self.codes: list[int] = []
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        from django.db import connections
+
+        try:
+            while not self._stop_event.wait(1.0):
+                self.codes.append(self.client.get(self.url).status_code)
+        finally:
+            connections.close_all()  # this thread's own connection
+
+    def stop(self) -> list[int]:
+        self._stop_event.set()
+        self.join(timeout=30)
+        return [code for code in self.codes if code >= 500]

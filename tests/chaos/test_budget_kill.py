@@ -8,8 +8,8 @@ import pytest
 
 from agents.models import Agent
 from runs import services
+from runs.engine.budget import NOT_RUN
 from runs.models import Result, Run
-from runs.services.budget import NOT_RUN
 from tests.runs.conftest import wait_settled
 from tests.waiting import wait_for
 
@@ -24,7 +24,8 @@ def test_a_capped_run_whose_worker_is_killed_stops_at_its_cap_losing_and_doublin
     celery_worker, fake_llm, make_dataset, alice, settings, own_redis
 ):
     settings.EVALSITE_LLM_MODEL = settings.EVALSITE_JUDGE_MODEL = PRICED
-    settings.EVALSITE_STALE_CLAIM_SECONDS = 8  # the killed worker's claims are stale soon
+    # At the shipped settings: the killed worker's heartbeat stops, so the reaper takes its
+    # claims back after EVALSITE_WORKER_HEARTBEAT_TTL (15 s), not the stale-claim timeout.
     fake_llm.set_latency(0.4)
     env = {"REDIS_URL": own_redis.url}
     first = celery_worker(concurrency=settings.WORKER_CONCURRENCY, beat=True, env=env)

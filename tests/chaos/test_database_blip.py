@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from agents.models import Agent
-from runs import services
+from runs import selectors, services
 from runs.models import Result, Run
 from tests.runs.conftest import wait_settled
 from tests.waiting import wait_for
@@ -53,7 +53,8 @@ def _blip_database(seconds: float) -> None:
 
 
 def test_a_database_blip_mid_run_loses_no_case(celery_worker, fake_llm, make_dataset, alice, settings, own_redis):
-    settings.EVALSITE_STALE_CLAIM_SECONDS = 8
+    # At the shipped settings (the 120 s stale-claim timeout is not lowered): a case whose save
+    # failed retries it on a fresh connection, with no claim to wait out.
     fake_llm.set_latency(0.3)
     dataset = make_dataset(10, kind=Agent.Kind.LLM)
     worker = celery_worker(concurrency=settings.WORKER_CONCURRENCY, beat=True, env={"REDIS_URL": own_redis.url})
@@ -65,7 +66,20 @@ def test_a_database_blip_mid_run_loses_no_case(celery_worker, fake_llm, make_dat
     )
 
     _blip_database(3)
+    back = time.monotonic()
+    passed_then = Result.objects.filter(run=run, status=Result.Status.PASS).count()
+    wait_for(
+        lambda: Result.objects.filter(run=run, status=Result.Status.PASS).count() > passed_then,
+        timeout=150,
+        what="a case finished after the database came back",
+    )
+    recovered = time.monotonic() - back
     run = wait_settled(run, timeout=150, worker=worker)
+    asked = fake_llm.count(task="agent", run=run.pk)
+    repeats = selectors.run_repeats(run=run)
+    print(f"\ndatabase blip ({connection.vendor}): first case {recovered:.1f} s after it was back; "
+          f"agent calls {asked} for 10 cases, repeats shown {repeats.total} {repeats.causes}")  # fmt: skip
+    assert recovered < 15
 
     assert run.status == Run.Status.COMPLETED
     results = list(Result.objects.filter(run=run))
@@ -73,3 +87,9 @@ def test_a_database_blip_mid_run_loses_no_case(celery_worker, fake_llm, make_dat
     assert set(Counter((r.case_id, r.repeat, r.variant) for r in results).values()) == {1}
     assert {r.status for r in results} == {Result.Status.PASS}, [(r.pk, r.status, r.error) for r in results]
     assert (run.completed, run.passed) == (10, 10)
+    # Every time the agent was asked again is counted, and the page says so (issue 35).
+    # None uncounted; one may be counted that the agent never saw, if the database failed
+    # after the case began and before its agent request (at most one per lane).
+    attempts = sum(r.attempts for r in results)
+    assert asked <= attempts <= asked + run.concurrency
+    assert repeats.total == attempts - 10

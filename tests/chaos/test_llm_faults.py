@@ -17,14 +17,22 @@ pytestmark = [pytest.mark.chaos, pytest.mark.worker]
 
 
 def _every(nth: int, reply: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """A handler that answers with `reply` on every nth call it sees, normally otherwise."""
+    """A handler that answers with `reply` on every nth call it sees, normally otherwise.
+
+    A fault is transient: a case it has failed once is not failed again. Counting calls
+    alone let one case's three attempts each land on an nth call when the other slots
+    were hanging, and a transient fault then read as a permanent one."""
     counter = itertools.count(1)
+    faulted: set[str] = set()
     lock = threading.Lock()
 
     def handler(request: dict[str, Any]) -> dict[str, Any]:
+        case = request["trace"].get("case", "")
         with lock:
-            number = next(counter)
-        return reply if number % nth == 0 else {}
+            if next(counter) % nth or case in faulted:
+                return {}
+            faulted.add(case)
+        return reply
 
     return handler
 
