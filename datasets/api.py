@@ -17,31 +17,26 @@ from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest
 from ninja import Field, Router, Schema, Status
 from ninja.errors import ValidationError as NinjaValidationError
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from agents.models import Agent
 from agents.selectors import agent_get_for_user
 from datasets import selectors, services
 from datasets.extraction.mapping import dataset_mapping_confirm, mapping_from_json
 from datasets.models import DEFAULT_PASS_THRESHOLD, Dataset, TestCase
+from evalsite.api_errors import ValidationErrorOut
+from evalsite.idempotency import idempotency_header, idempotent_create, loader
+from evalsite.paging import BoundedLimitOffsetPagination
 from evalsite.schemas import StrictSchema
 
 router = Router(tags=["datasets"])
+
+IDEMPOTENCY = idempotency_header()
 
 TrajectoryMode = Literal["strict", "unordered", "superset", "subset"]
 
 
 # ---- schemas -------------------------------------------------------------------
-
-
-class FieldError(Schema):
-    loc: list[str | int]
-    msg: str
-    type: str
-
-
-class ValidationErrorOut(Schema):
-    detail: list[FieldError]
 
 
 class NotFoundOut(Schema):
@@ -78,6 +73,7 @@ class DatasetOut(Schema):
     number_of_requests: int
     jaccard_enabled: bool
     vector_enabled: bool
+    context_gates: bool = Field(description="A failed retrieval-context check fails the case")
     judge_resamples: int = Field(description="Extra judge calls for a score next to the pass threshold (0: off)")
     alignment_examples: int = Field(description="Reviewers' latest overrides shown to the judge (0: off)")
     created_at: datetime
@@ -101,6 +97,7 @@ class DatasetIn(StrictSchema):
     number_of_requests: int = Field(1, ge=1, le=10, description="Repeats per case")
     jaccard_enabled: bool = True
     vector_enabled: bool = False
+    context_gates: bool = Field(False, description="A failed retrieval-context check fails the case")
     judge_resamples: int = Field(2, ge=0, le=4, description="Extra judge calls for a score next to the threshold")
     alignment_examples: int = Field(0, ge=0, le=10, description="Reviewers' latest overrides shown to the judge")
 
@@ -117,6 +114,7 @@ class DatasetPatch(StrictSchema):
     number_of_requests: int | None = Field(None, ge=1, le=10)
     jaccard_enabled: bool | None = None
     vector_enabled: bool | None = None
+    context_gates: bool | None = None
     judge_resamples: int | None = Field(None, ge=0, le=4)
     alignment_examples: int | None = Field(None, ge=0, le=10)
 
@@ -232,10 +230,16 @@ class MappingIn(StrictSchema):
         None,
         description='How columns become fields, e.g. {"Test plan": {"Question": "question", "Scenario": "ignore"}, '
         '"Glossary": "skip"}: keys are sheet or table names (or "*"), columns are headers, letters or numbers, '
-        "fields are question, expected_answer, document_context, tags, case_id, judge_guideline, metadata or "
-        "ignore. Omitted: the suggested mapping.",
+        "fields are question, quoted_question (the user message quoted in the column's steps), expected_answer, "
+        "document_context, tags, case_id, judge_guideline, metadata or ignore; several columns mapped to one text "
+        "field are joined. Omitted: the suggested mapping.",
     )
     keep_first: bool = Field(False, description="Over the case limit, keep the first cases (else it is refused)")
+    derive_questions: bool = Field(
+        False,
+        description="With a model connected: the model writes the user's message for quoted_question rows whose "
+        "steps quote none (each marked as written by the model)",
+    )
 
 
 class ItemIn(StrictSchema):
@@ -328,22 +332,34 @@ ITEM = ITEMS + "/{item_id}"
 
 
 @router.get(DATASETS, response={200: list[DatasetOut], 404: NotFoundOut}, summary="List an agent's datasets")
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffsetPagination)
 def dataset_list(request: HttpRequest, agent_id: int) -> Any:
     return selectors.dataset_list(agent=_agent(request, agent_id))
 
 
 @router.post(
-    DATASETS, response={201: DatasetOut, 404: NotFoundOut, 422: ValidationErrorOut}, summary="Create a dataset"
+    DATASETS,
+    response={200: DatasetOut, 201: DatasetOut, 404: NotFoundOut, 422: ValidationErrorOut},
+    summary="Create a dataset",
 )
-def dataset_create(request: HttpRequest, agent_id: int, payload: DatasetIn) -> Status[Dataset]:
+def dataset_create(
+    request: HttpRequest, agent_id: int, payload: DatasetIn, idempotency_key: str = IDEMPOTENCY
+) -> Status[Dataset]:
+    """The same Idempotency-Key answers 200 with the dataset the first request made."""
     agent = _agent(request, agent_id)
     try:
-        dataset = services.dataset_create(agent=agent, user=_user(request), **payload.model_dump())
+        dataset, replayed = idempotent_create(
+            user=_user(request),
+            operation=f"datasets_create:{agent_id}",
+            key=idempotency_key,
+            body=payload.model_dump(),
+            load=loader(Dataset),
+            create=lambda: services.dataset_create(agent=agent, user=_user(request), **payload.model_dump()),
+        )
     except DjangoValidationError as exc:
         raise _invalid(exc) from None
-    dataset.case_count = 0  # type: ignore[attr-defined]
-    return Status(201, dataset)
+    dataset.case_count = dataset.cases.count()  # type: ignore[attr-defined]
+    return Status(200 if replayed else 201, dataset)
 
 
 @router.get(DATASET, response={200: DatasetOut, 404: NotFoundOut}, summary="A dataset with its scoring settings")
@@ -386,7 +402,9 @@ def dataset_mapping(request: HttpRequest, agent_id: int, dataset_id: int, payloa
         chosen = None
         if payload.mapping is not None:
             chosen = mapping_from_json(tables=dataset.mapping.get("tables", []), raw=payload.mapping)
-        dataset_mapping_confirm(dataset=dataset, chosen=chosen, keep_first=payload.keep_first)
+        dataset_mapping_confirm(
+            dataset=dataset, chosen=chosen, keep_first=payload.keep_first, derive_questions=payload.derive_questions
+        )
     except DjangoValidationError as exc:
         raise _invalid(exc) from None
     return Status(202, dataset)
@@ -396,7 +414,7 @@ def dataset_mapping(request: HttpRequest, agent_id: int, dataset_id: int, payloa
 
 
 @router.get(ITEMS, response={200: list[ItemOut], 404: NotFoundOut}, summary="List a dataset's test cases")
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffsetPagination)
 def item_list(request: HttpRequest, agent_id: int, dataset_id: int, q: str = "") -> Any:
     """In dataset order; `q` keeps the items whose question, expected answer, document
     context or case id contain every word of it."""
@@ -409,14 +427,28 @@ def item_list(request: HttpRequest, agent_id: int, dataset_id: int, q: str = "")
     return cases.annotate(number=Coalesce(Subquery(count), 0) + 1)
 
 
-@router.post(ITEMS, response={201: ItemOut, 404: NotFoundOut, 422: ValidationErrorOut}, summary="Add a test case")
-def item_create(request: HttpRequest, agent_id: int, dataset_id: int, payload: ItemIn) -> Status[TestCase]:
+@router.post(
+    ITEMS, response={200: ItemOut, 201: ItemOut, 404: NotFoundOut, 422: ValidationErrorOut}, summary="Add a test case"
+)
+def item_create(
+    request: HttpRequest, agent_id: int, dataset_id: int, payload: ItemIn, idempotency_key: str = IDEMPOTENCY
+) -> Status[TestCase]:
+    """The same Idempotency-Key answers 200 with the case the first request added."""
     dataset = _dataset(request, agent_id, dataset_id)
     try:
-        case = services.case_create(dataset=dataset, **_case_payload(payload, exclude_unset=False))
+        case, replayed = idempotent_create(
+            user=_user(request),
+            operation=f"datasets_case_create:{agent_id}:{dataset_id}",
+            key=idempotency_key,
+            body=payload.model_dump(),
+            load=loader(TestCase),
+            create=lambda: services.case_create(dataset=dataset, **_case_payload(payload, exclude_unset=False)),
+        )
     except DjangoValidationError as exc:
         raise _invalid(exc) from None
-    return Status(201, case)
+    if replayed:
+        case = _item(request, agent_id, dataset_id, case.pk)
+    return Status(200 if replayed else 201, case)
 
 
 @router.get(ITEM, response={200: ItemOut, 404: NotFoundOut}, summary="A test case")

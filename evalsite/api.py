@@ -33,11 +33,26 @@ api = NinjaAPI(title="Evalsite API", version="1", auth=TokenAuth(), docs_url="/d
 
 # Routers register themselves here, one line per app.
 from accounts.api import router as accounts_router  # noqa: E402
+from agents.api import router as agents_router  # noqa: E402
 from datasets.api import router as datasets_router  # noqa: E402
+from datasets.api_actions import router as datasets_actions_router  # noqa: E402
+from playground.api import router as playground_router  # noqa: E402
 from reviews.api import router as reviews_router  # noqa: E402
+from reviews.api_cases import router as reviews_cases_router  # noqa: E402
 from runs.api import router as runs_router  # noqa: E402
+from runs.api_compare import router as runs_compare_router  # noqa: E402
+from runs.api_coverage import router as runs_coverage_router  # noqa: E402
+from suggestions.api import router as suggestions_router  # noqa: E402
 
 api.add_router("/", accounts_router)
+api.add_router("/", agents_router)
+# Before datasets_router: its /datasets/generate and /datasets/upload would read as a {dataset_id}.
+api.add_router("/", datasets_actions_router)
 api.add_router("/", datasets_router)
 api.add_router("/", runs_router)
+api.add_router("/", runs_compare_router)
+api.add_router("/", runs_coverage_router)
 api.add_router("/", reviews_router)
+api.add_router("/", playground_router)
+api.add_router("/", reviews_cases_router)
+api.add_router("/", suggestions_router)

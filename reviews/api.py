@@ -11,10 +11,11 @@ from typing import Any, Literal
 from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404
 from ninja import Field, Query, Router, Schema, Status
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from agents.selectors import agent_get_for_user
 from evalsite.http import ApiRequest
+from evalsite.paging import BoundedLimitOffsetPagination
 from evalsite.schemas import StrictSchema
 from reviews import queue, selectors, services
 from reviews.models import Review
@@ -120,7 +121,7 @@ def _item(item: queue.QueueItem) -> dict[str, Any]:
 
 
 @router.get("/runs/{run_id}/reviews", response=list[ResultReviewsOut], summary="A run's results with their reviews")
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffsetPagination)
 def run_reviews(request: ApiRequest, run_id: int) -> Any:
     return selectors.result_reviews_list(run=run_get_for_user(user=request.user, run_id=run_id))
 

@@ -9,22 +9,26 @@ smoke-test paraphrases.
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from ninja import Header, Query, Router, Status
 from ninja.errors import ValidationError as NinjaValidationError
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from agents.selectors import agent_get_for_user
 from datasets.models import Dataset
 from evalsite.http import ApiRequest
-from runs import comparison, exporters, selectors, services, xlsx_export
+from evalsite.paging import BoundedLimitOffsetPagination
+from runs import selectors, services
 from runs.api_schemas import (
     ComparisonOut,
     ErrorOut,
+    EstimateOut,
     JudgeConfigOut,
+    PreflightRefusedOut,
     RerunIn,
     RescoreIn,
     ResultOut,
@@ -34,13 +38,20 @@ from runs.api_schemas import (
     RunStatus,
     RunStatusOut,
 )
+from runs.comparing import comparison
+from runs.engine import estimate
 from runs.forms import CompareForm
+from runs.judging import configs as judging
 from runs.models import JudgeConfig, Run
+from runs.reports import exporters, xlsx_export
+from runs.services import preflight as judge_preflight
 
 router = Router(tags=["runs"])
 
 RESULTS_PER_PAGE = 100
 RESULTS_MAX_PAGE = 500
+# How long a client should wait before starting again while the judge's preflight runs.
+PREFLIGHT_RETRY_SECONDS = 30
 
 
 # ---- helpers ---------------------------------------------------------------------------
@@ -70,7 +81,7 @@ EXPORTS: dict[str, tuple[Any, str]] = {
 
 @router.post(
     "/agents/{agent_id}/eval/datasets/{dataset_id}/runs",
-    response={200: RunOut, 201: RunOut, 400: ErrorOut, 422: ErrorOut},
+    response={200: RunOut, 201: RunOut, 400: ErrorOut, 409: PreflightRefusedOut, 422: ErrorOut},
     summary="Start an evaluation run",
 )
 def run_start(
@@ -84,17 +95,47 @@ def run_start(
 
     The same request_key (or Idempotency-Key header) answers 200 with the run it started
     the first time instead of starting a second one.
+
+    A model judge is checked on a calibration set before its first run (its preflight).
+    409 `judge_not_preflighted`: the preflight has started; start again after
+    `retry_after` seconds. 409 `judge_failed_preflight`: the judge misjudged the calibration
+    set (the items are in `preflight`); start with `allow_failed_preflight` to run it
+    anyway, marked `judge_failed_preflight`.
     """
     agent = agent_get_for_user(user=request.user, agent_id=agent_id)
     dataset = get_object_or_404(Dataset, pk=dataset_id, agent=agent)
     key = (payload.request_key if payload else "") or idempotency_key
+    allow = payload.allow_failed_preflight if payload else False
     try:
-        run = services.run_start(agent=agent, dataset=dataset, user=request.user, request_key=key)
+        run = services.run_start(
+            agent=agent,
+            dataset=dataset,
+            user=request.user,
+            request_key=key,
+            preflight=services.PREFLIGHT_REQUIRE,
+            allow_failed_preflight=allow,
+        )
     except ValidationError as error:
+        if getattr(error, "code", None) in (services.JUDGE_NOT_PREFLIGHTED, services.JUDGE_FAILED_PREFLIGHT):
+            return _preflight_refused(dataset, error)
         # 422 when the agent cannot answer at all (e.g. an llm agent with no model).
         code = 422 if getattr(error, "code", None) == services.AGENT_NOT_RUNNABLE else 400
         return Status(code, {"detail": " ".join(error.messages)})
     return _fresh(request, run)
+
+
+def _preflight_refused(dataset: Dataset, error: ValidationError) -> Status[Any]:
+    config = judging.dataset_judge_config(dataset=dataset)
+    waiting = error.code == services.JUDGE_NOT_PREFLIGHTED
+    if waiting:
+        judge_preflight.judge_preflight_start(config=config)
+    body = {
+        "detail": " ".join(error.messages),
+        "code": error.code,
+        "retry_after": PREFLIGHT_RETRY_SECONDS if waiting else None,
+        "preflight": config.preflight,
+    }
+    return Status(409, body)
 
 
 @router.get(
@@ -108,8 +149,22 @@ def judge_config_list(request: ApiRequest, agent_id: int, dataset_id: int) -> An
     return JudgeConfig.objects.filter(dataset=dataset).order_by("-number")
 
 
+@router.get(
+    "/agents/{agent_id}/eval/datasets/{dataset_id}/estimate",
+    response=EstimateOut,
+    summary="What running a dataset now would probably cost and take, and what that is estimated from",
+)
+def run_estimate(request: ApiRequest, agent_id: int, dataset_id: int) -> Any:
+    """The Run Evaluation dialog's estimate: per kind of call (agent, judge, re-asks near the line,
+    user simulator, paraphrases) a range and its basis, from the earlier runs of this dataset and
+    agent version and of the judge configuration the run would use, else from the prompts' size."""
+    agent = agent_get_for_user(user=request.user, agent_id=agent_id)
+    dataset = get_object_or_404(Dataset, pk=dataset_id, agent=agent)
+    return estimate.run_estimate(agent=agent, dataset=dataset, concurrency=settings.EVALSITE_RUN_CONCURRENCY)
+
+
 @router.get("/agents/{agent_id}/runs", response=list[RunOut], summary="List an agent's runs, newest first")
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffsetPagination)
 def run_list(
     request: ApiRequest,
     agent_id: int,
@@ -176,7 +231,7 @@ def run_status(request: ApiRequest, run_id: int) -> Run:
 @router.get(
     "/runs/{run_id}/results", response=list[ResultOut], url_name="run_results", summary="A run's results, paged"
 )
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffsetPagination)
 def run_results(request: ApiRequest, run_id: int) -> Any:
     return selectors.result_list(run=_run(request, run_id))
 
@@ -284,6 +339,7 @@ def _export_operation(fmt: str, make: Any, content_type: str) -> None:
         run_export,
         response={404: ErrorOut},
         operation_id=f"run_export_{fmt}",
+        url_name=f"runs_export_{fmt}",  # the page's runs:export_<fmt>
         summary=f"Download a run as {fmt.upper()}",
         openapi_extra={
             "responses": {"200": {"description": "The file, as an attachment", "content": {content_type: {}}}}

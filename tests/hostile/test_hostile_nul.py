@@ -14,6 +14,7 @@ import pytest
 from django.test import Client
 
 from accounts.services import api_token_create
+from evalsite.text import contains_nul
 from tests.security.conftest import media_root, stored_objects  # noqa: F401  (fixtures)
 from tests.security.routes import api_operations, console_routes
 from tests.security.state import snapshot
@@ -65,7 +66,11 @@ def test_a_nul_in_a_filter_or_query_string_is_refused(client_alice, stored_objec
 def test_a_nul_in_an_api_body_is_refused_as_json(alice, url_objects, operation):  # noqa: F811
     _, secret = api_token_create(user=alice, name="nul")
     client = Client(headers={"Authorization": f"Bearer {secret}"})
-    body = _with_nul(operation.body) or {"name": f"x{NUL}"}
+    body = _with_nul(operation.body)
+    if not contains_nul(body):
+        # A body of numbers, booleans and lists only (a budget, a selection of ids): the NUL
+        # goes into one more field, which the middleware refuses before the schema is read.
+        body = {**body, "note": f"x{NUL}"} if isinstance(body, dict) else {"name": f"x{NUL}"}
     before = snapshot()
     response = client.generic(
         operation.method, operation.url(url_objects), json.dumps(body), content_type="application/json"

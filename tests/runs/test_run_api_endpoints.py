@@ -120,6 +120,8 @@ def test_status_endpoint_is_small_and_cheap(client, auth, dataset, django_assert
         "passed",
         "failed",
         "errored",
+        "abstained",
+        "judge_failed_preflight",
         "average_score",
     }
     assert body["status"] == "pending" and body["finished"] is False and body["total"] == 3

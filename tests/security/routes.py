@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import get_resolver
 
 from tests.test_permissions import EXCLUDED_NAMESPACES, Route, _walk
@@ -25,7 +27,27 @@ API_PARAMS = {
     "suggestion_id": "suggestion_id",
     "version_id": "version_id",
     "document_id": "document_id",
+    "job_id": "job_id",
+    "preview_id": "preview_id",
+    "team_id": "team_id",
+    "membership_id": "membership_id",
+    "token_id": "token_id",
+    "exchange_id": "exchange_id",
 }
+# Query parameters an operation needs to do its work (required ones, and the compare matrix's
+# runs, which default to none and then answer 400), with the url_objects keys that fill them.
+API_QUERY = {
+    "runs": ("run_id", "baseline_run_id"),  # the compare matrix: two runs of one dataset
+}
+
+# Files posted to the multipart operations (uploads, imports, attachments): a small test plan
+# that every one of them accepts, and an EvalSet for the JSON import.
+PROBE_CSV = b"question,expected_answer\nHow long is the refund window?,Refunds within 30 days.\n"
+PROBE_EVAL_SET = (
+    b'{"eval_set_id": "probe", "name": "Probe", "eval_cases": [{"eval_id": "refund", "conversation": '
+    b'[{"invocation_id": "i-1", "user_content": {"role": "user", "parts": [{"text": "Refund window?"}]}, '
+    b'"final_response": {"role": "model", "parts": [{"text": "30 days."}]}}]}]}'
+)
 
 
 def console_routes() -> list[Route]:
@@ -43,21 +65,38 @@ class ApiOperation:
     path: str  # /api/agents/{agent_id}/...
     params: tuple[str, ...]
     body: Any  # a minimal valid JSON body, or None
+    form: tuple[str, ...] = ()  # a multipart operation's required fields besides its file
+    query: tuple[str, ...] = ()  # query parameters filled from API_QUERY
+
+    @property
+    def multipart(self) -> bool:
+        return "file" in self.form
+
+    def form_data(self) -> dict[str, Any]:
+        """A fresh multipart body (an uploaded file is read once): the probe file, a text per field."""
+        data: dict[str, Any] = {name: "Security probe" for name in self.form if name != "file"}
+        if self.path.endswith("/import/json"):
+            data["file"] = SimpleUploadedFile("probe.json", PROBE_EVAL_SET, content_type="application/json")
+        else:
+            data["file"] = SimpleUploadedFile("probe.csv", PROBE_CSV, content_type="text/csv")
+        return data
 
     def __str__(self) -> str:
         return f"{self.method} {self.path}"
 
     def url(self, objects: dict[str, Any]) -> str:
         unknown = [param for param in self.params if param not in API_PARAMS]
+        unknown += [param for param in self.query if param not in API_QUERY]
         if unknown:
             raise LookupError(
-                f"{self}: path parameter(s) {', '.join(unknown)} unknown to the security suite; "
-                "add them to API_PARAMS in tests/security/routes.py"
+                f"{self}: parameter(s) {', '.join(unknown)} unknown to the security suite; "
+                "add them to API_PARAMS or API_QUERY in tests/security/routes.py"
             )
         url = self.path
         for param in self.params:
             url = url.replace("{" + param + "}", str(objects[API_PARAMS[param]]))
-        return url
+        query = [(param, objects[key]) for param in self.query for key in API_QUERY[param]]
+        return url + ("?" + urlencode(query) if query else "")
 
 
 def api_operations() -> list[ApiOperation]:
@@ -68,10 +107,16 @@ def api_operations() -> list[ApiOperation]:
     operations = []
     for path, item in schema["paths"].items():
         for method, operation in item.items():
-            params = tuple(p["name"] for p in operation.get("parameters", []) if p["in"] == "path")
-            body_schema = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+            parameters = operation.get("parameters", [])
+            params = tuple(p["name"] for p in parameters if p["in"] == "path")
+            query = tuple(
+                p["name"] for p in parameters if p["in"] == "query" and (p.get("required") or p["name"] in API_QUERY)
+            )
+            content = operation.get("requestBody", {}).get("content", {})
+            body_schema = content.get("application/json", {}).get("schema")
             body = minimal_value(body_schema, components) if body_schema else None
-            operations.append(ApiOperation(method.upper(), path, params, body))
+            form = tuple(content.get("multipart/form-data", {}).get("schema", {}).get("required", []))
+            operations.append(ApiOperation(method.upper(), path, params, body, form, query))
     return operations
 
 

@@ -3,7 +3,9 @@
 For every operation whose path names objects (agent, dataset, item, run...):
 - no token: 401;
 - a token of another team: 404, as if the object did not exist, and nothing changes;
-- a token of alice's own team opens it (so the 404s above are about the team, not the URL);
+- a token of alice's own team opens it (so the 404s above are about the team, not the URL),
+  except the team's owner-only settings (a member gets the page's 403) and what is one
+  user's own (an API token, a playground exchange: a teammate gets 404, their owner opens it);
 - objects of alice's team that do not belong together (agent B's URL, agent A's dataset): 404.
 An operation added later is in the matrix automatically; a new path parameter fails the
 matrix until tests/security/routes.py knows which object fills it.
@@ -28,10 +30,35 @@ NESTED_OPERATIONS = [
 ]
 
 
-def _call(operation, url: str, token: str | None = None):  # type: ignore[no-untyped-def]
+def _call(operation, url: str, token: str | None = None, body: object = None):  # type: ignore[no-untyped-def]
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    body = json.dumps(operation.body) if operation.body is not None else ""
+    if operation.multipart:
+        return Client().post(url, operation.form_data(), headers=headers)
+    body = body if body is not None else operation.body
+    body = json.dumps(body) if body is not None else ""
     return Client().generic(operation.method, url, body, content_type="application/json", headers=headers)
+
+
+# The team's settings that only an owner may change, as on the Team settings page (alice owns
+# the team, bob is a member).
+OWNER_ONLY = {
+    "PATCH /api/teams/{team_id}",
+    "PUT /api/teams/{team_id}/budgets",
+    "POST /api/teams/{team_id}/members",
+    "PATCH /api/teams/{team_id}/members/{membership_id}",
+}
+# One user's own: their API tokens and their playground exchanges (the playground lists only
+# the user's own chats). url_objects makes them alice's.
+PERSONAL = {
+    "POST /api/tokens/{token_id}/revoke",
+    "GET /api/agents/{agent_id}/playground/exchanges/{exchange_id}",
+    "POST /api/agents/{agent_id}/playground/exchanges/{exchange_id}/save-case",
+}
+
+
+@pytest.fixture
+def alice_token(alice) -> str:
+    return account_services.api_token_create(user=alice, name="owner")[1]
 
 
 @pytest.fixture
@@ -69,13 +96,38 @@ def test_a_token_of_another_team_gets_404_and_changes_nothing(url_objects, charl
 
 
 @pytest.mark.parametrize("operation", OBJECT_OPERATIONS, ids=str)
-def test_a_token_of_the_team_opens_it(url_objects, bob_token, operation):
-    response = _call(operation, operation.url(url_objects), bob_token)
+def test_a_token_of_the_team_opens_it(url_objects, alice_token, bob_token, charlie, media_root, operation):
+    if str(operation) in OWNER_ONLY:
+        before = snapshot()
+        refused = _call(operation, operation.url(url_objects), bob_token)
+        assert refused.status_code == 403, f"{operation} for a member answered {refused.status_code}"
+        assert refused.json()["detail"] == "Only team owners can manage the team."
+        assert snapshot() == before
+    if str(operation) in PERSONAL:
+        before = snapshot()
+        assert _call(operation, operation.url(url_objects), bob_token).status_code == 404
+        assert snapshot() == before
+    token = alice_token if str(operation) in OWNER_ONLY | PERSONAL else bob_token
+
+    # Bodies that name another object: the schema's minimal body names nobody and dataset 1.
+    bodies = {
+        "POST /api/teams/{team_id}/members": {"username": charlie.username},
+        "POST /api/agents/{agent_id}/playground/exchanges/{exchange_id}/save-case": {
+            "dataset": url_objects["dataset_id"]
+        },
+    }
+    body = bodies.get(str(operation))
+
+    response = _call(operation, operation.url(url_objects), token, body)
 
     assert response.status_code not in (401, 403, 404, 405, 422), (
         f"{operation} for a teammate answered {response.status_code}: {response.content[:300]!r}"
     )
     assert response.status_code < 500
+
+
+def test_the_exceptions_to_the_matrix_are_operations_of_the_api():
+    assert OWNER_ONLY | PERSONAL <= {str(operation) for operation in OBJECT_OPERATIONS}
 
 
 @pytest.mark.parametrize("operation", NESTED_OPERATIONS, ids=str)
