@@ -6,7 +6,7 @@ Cases map to rules by word overlap (`lexical_links`, no model): a rule is exerci
 case that shares at least half of the rule's content words (two at least), or that names
 the rule it tests (generated cases record it in `tests_rule`). With a model, the map job
 asks which rules each case exercises (`rule_map_execute`, a worker task; never inside a
-request). The coverage page with the verdicts is runs.coverage (runs may read datasets).
+request). The coverage page with the verdicts is runs.reports.coverage (runs may read datasets).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def coverage_for(*, dataset: Dataset, version: AgentVersion, cases: Iterable[Tes
     (`has_rule_map`), which saves the dataset page a query when it has none."""
     cases = list(cases if cases is not None else dataset.cases.all())
     mapped = getattr(dataset, "has_rule_map", True)
-    rule_map = latest_rule_map(dataset=dataset, version=version, done=True) if mapped else None
+    rule_map = latest_rule_map(dataset=dataset, version=version, done=True, adopted=True) if mapped else None
     if rule_map is None:
         rules = rules_split(version)
         return Coverage(rules=rules, links=lexical_links(cases, rules), method="words")
@@ -78,9 +78,17 @@ def coverage_for(*, dataset: Dataset, version: AgentVersion, cases: Iterable[Tes
     return Coverage(rules=rules, links=links, method="model", rule_map=rule_map)
 
 
-def latest_rule_map(*, dataset: Dataset, version: AgentVersion, done: bool = False) -> RuleMap | None:
+def latest_rule_map(
+    *, dataset: Dataset, version: AgentVersion, done: bool = False, adopted: bool = False
+) -> RuleMap | None:
+    """The newest map of (dataset, version); with done, the newest finished one; with adopted,
+    the newest finished one in use (not a proposal waiting beside the word map)."""
     maps = RuleMap.objects.filter(dataset=dataset, version=version)
-    return (maps.filter(status=RuleMap.Status.DONE) if done else maps).order_by("-created_at", "-id").first()
+    if done or adopted:
+        maps = maps.filter(status=RuleMap.Status.DONE)
+    if adopted:
+        maps = maps.filter(adopted=True)
+    return maps.order_by("-created_at", "-id").first()
 
 
 def case_text(case: TestCase) -> str:
@@ -184,20 +192,49 @@ def rule_map_execute(*, map_id: int) -> None:
         return
     rule_map = RuleMap.objects.select_related("dataset__agent", "version").get(pk=map_id)
     spent = _Spent()
+    cases = list(rule_map.dataset.cases.all())
     try:
         rules = _rephrased_rules(rule_map.version, spent, {"rule_map": map_id})
-        links = _model_links(list(rule_map.dataset.cases.all()), rules, spent, {"rule_map": map_id})
+        links = _model_links(cases, rules, spent, {"rule_map": map_id})
     except llm.LLMError as error:
         rule_map_fail(map_id=map_id, reason=f"The model could not map the cases. {error.message}")
         return
+    tied = _tied(links, rules, cases, rules_split(rule_map.version))
     RuleMap.objects.filter(pk=map_id, status=RuleMap.Status.RUNNING).update(
         status=RuleMap.Status.DONE,
         rules=[{"id": r.id, "section": r.section, "text": r.text, "topic": r.topic} for r in rules],
         links={str(pk): ids for pk, ids in links.items()},
+        tied=tied,
+        # A map that ties fewer rules than plain word overlap is likely a weak model's (issue 33:
+        # 0 of 39 against 10 of 39): it waits beside the word map instead of replacing it.
+        adopted=tied["model"] >= tied["words"],
         tokens=spent.tokens,
         cost=Decimal(str(round(spent.cost, 6))),
         finished_at=timezone.now(),
     )
+
+
+def _tied(
+    links: dict[int, list[str]], rules: list[AgentRule], cases: list[TestCase], sentences: list[AgentRule]
+) -> dict[str, int]:
+    """How many rules have a case, by the model's map and by the word map of the same cases."""
+    by_model = {identifier for ids in links.values() for identifier in ids}
+    by_words = {identifier for ids in lexical_links(cases, sentences).values() for identifier in ids}
+    return {
+        "model": len(by_model & {rule.id for rule in rules}),
+        "model_rules": len(rules),
+        "words": len(by_words),
+        "word_rules": len(sentences),
+    }
+
+
+def rule_map_adopt(*, rule_map: RuleMap) -> RuleMap:
+    """Use a finished map that was kept as a proposal (the person chose it over the word map)."""
+    if rule_map.status != RuleMap.Status.DONE:
+        raise ValidationError("Only a finished map can be used.")
+    RuleMap.objects.filter(pk=rule_map.pk).update(adopted=True)
+    rule_map.adopted = True
+    return rule_map
 
 
 def rule_map_fail(*, map_id: int, reason: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -38,19 +39,25 @@ NO_EXPECTED_ANSWER = "No expected answer"  # the start of the import warning (ex
 # ---- cleaners: raise ValueError with a message for the person ------------------------
 
 
+# "\t=1+1": the tab a spreadsheet user types so the cell is not run as a formula. It is
+# part of what they typed, so it is kept (exports neutralise the cell either way).
+_TAB_BEFORE_FORMULA = re.compile(r"^\t+[=+\-@]")
+
+
 def clean_text(value: Any) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
         raise ValueError("Enter text.")
-    value = value.replace("\r\n", "\n").strip()
+    value = value.replace("\r\n", "\n")
+    value = value.rstrip() if _TAB_BEFORE_FORMULA.match(value) else value.strip()
     if len(value) > MAX_TEXT_CHARS:
         raise ValueError(f"Keep this under {MAX_TEXT_CHARS:,} characters (it has {len(value):,}).")
     return value
 
 
 def clean_line(value: Any, max_length: int) -> str:
-    value = clean_text(value)
+    value = clean_text(value).lstrip("\t")
     if "\n" in value or "\t" in value:
         raise ValueError("Use a single line.")
     if len(value) > max_length:
@@ -414,6 +421,7 @@ SCORING_CLEANERS: dict[str, Callable[[Any], Any]] = {
     "alignment_examples": functools.partial(_bounded_int, low=0, high=ALIGNMENT_MAX),
     "jaccard_enabled": clean_bool,
     "vector_enabled": clean_bool,
+    "context_gates": clean_bool,
 }
 SCORING_FIELDS = tuple(SCORING_CLEANERS)
 

@@ -14,6 +14,9 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
 
+from datasets.csv_import import csv_is_test_plan
+from datasets.documents import upload_validate
+from datasets.extraction.validation import ValidatedFile
 from datasets.fields import CASE_EDITABLE_FIELDS, SCENARIO_DEFAULT_TURNS, SCENARIO_MAX_TURNS, case_fields_clean
 from datasets.models import Dataset, TestCase
 from evalsite.forms import optional_textarea
@@ -45,6 +48,17 @@ NAME_ERRORS = {
 }
 
 
+# Files the import reads at once (our CSV columns, EvalSet JSON), and test plans read like an upload.
+IMPORT_EXTENSIONS = (".csv", ".tsv", ".txt", ".json")
+DOCUMENT_EXTENSIONS = (".xlsx", ".xls", ".docx", ".pdf", ".md", ".markdown")
+
+
+def _is_test_plan(file: UploadedFile) -> bool:
+    head = file.read(65_536)
+    file.seek(0)
+    return csv_is_test_plan(head)
+
+
 def _check_upload(file: UploadedFile, extensions: tuple[str, ...]) -> UploadedFile:
     suffix = PurePath(file.name or "").suffix.lower()
     if suffix not in extensions:
@@ -67,12 +81,28 @@ class DatasetCreateForm(_GuardedUploadForm):
     file = forms.FileField(
         required=False,
         label="Start from a file (optional)",
-        help_text="A CSV, or an ADK/10xgraph EvalSet JSON. Leave empty to add test cases by hand.",
+        help_text=(
+            "A test plan (XLSX, XLS, CSV, Word, PDF or Markdown), or an ADK/10xgraph EvalSet JSON. "
+            "Leave empty to add test cases by hand."
+        ),
     )
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Set by clean_file for a file that goes through the upload's reading and mapping step.
+        self.validated: ValidatedFile | None = None
+
     def clean_file(self) -> UploadedFile | None:
+        """Every supported file: our CSV columns and EvalSet JSON are imported at once; test
+        plans (any other table or document) are read like an upload, with the mapping step."""
         file = self.cleaned_data.get("file")
-        return _check_upload(file, (".csv", ".tsv", ".txt", ".json")) if file else None
+        if not file:
+            return None
+        file = _check_upload(file, (*IMPORT_EXTENSIONS, *DOCUMENT_EXTENSIONS))
+        suffix = PurePath(file.name or "").suffix.lower()
+        if suffix in DOCUMENT_EXTENSIONS or (suffix == ".csv" and _is_test_plan(file)):
+            self.validated = upload_validate(file)
+        return file
 
     def clean(self) -> dict[str, Any]:
         super().clean()
@@ -130,6 +160,11 @@ class DatasetSettingsForm(forms.Form):
     )
     jaccard_enabled = forms.BooleanField(required=False, label="Jaccard similarity to the expected answer")
     vector_enabled = forms.BooleanField(required=False, label="Vector similarity to the expected answer")
+    context_gates = forms.BooleanField(
+        required=False,
+        label="A failed retrieval-context check fails the case",
+        help_text="Off: the check is shown on each card and counted on the run page, without changing the verdict.",
+    )
 
     # Left out of a post (an older form, a script): the dataset keeps its value.
     OPTIONAL_NUMBERS = ("judge_resamples", "alignment_examples")

@@ -1,4 +1,5 @@
-"""Parse CSV and ADK/10xgraph EvalSet JSON files into cleaned test case fields.
+"""Parse ADK/10xgraph EvalSet JSON files into cleaned test case fields, and what every import
+returns (a CSV in Evalsite's columns is datasets.csv_import).
 
 Parsing never writes: it returns every case or raises one ValidationError listing the
 problems with their row (CSV) or eval case (JSON) numbers, so an import is all or nothing.
@@ -6,10 +7,7 @@ problems with their row (CSV) or eval case (JSON) numbers, so an import is all o
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
@@ -18,7 +16,6 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from datasets.fields import (
-    CSV_FIELDS,
     EVAL_SET_EXTENSION_FIELDS,
     EVAL_SET_EXTRA_KEYS,
     EVAL_SET_SCENARIO_KEYS,
@@ -27,28 +24,11 @@ from datasets.fields import (
     case_fields_clean,
     invocation_ids,
     scoring_fields_clean,
-    unneutralise,
 )
 from evalsite.text import contains_nul
 
 # How many problems to list before summarising the rest.
 MAX_LISTED_ERRORS = 15
-
-# Normalised header -> case field: each field's own name (the columns an export writes),
-# and the other names files use for them.
-CSV_COLUMNS = {
-    **{column.name: column.name for column in CSV_FIELDS},
-    "query": "question",
-    "expected_results": "expected_answer",
-    "expected_result": "expected_answer",
-    "expected_output": "expected_answer",
-    "reference": "expected_answer",
-    "eval_id": "case_id",
-    "expected_retrieval_context": "expected_context",
-    # The peer bench's harness and many tools write id / expected.
-    "id": "case_id",
-    "expected": "expected_answer",
-}
 
 
 @dataclass
@@ -106,14 +86,14 @@ class ImportResult:
         return text
 
 
-def _fail(problems: list[str]) -> ValidationError:
+def refusal(problems: list[str]) -> ValidationError:
     listed = problems[:MAX_LISTED_ERRORS]
     if len(problems) > MAX_LISTED_ERRORS:
         listed.append(f"…and {len(problems) - MAX_LISTED_ERRORS} more problems. Nothing was imported.")
     return ValidationError(listed)
 
 
-def _check_case_count(count: int) -> None:
+def case_count_check(count: int) -> None:
     limit = settings.EVALSITE_MAX_CASES_PER_DOCUMENT
     if count > limit:
         raise ValidationError(
@@ -124,29 +104,16 @@ def _check_case_count(count: int) -> None:
         raise ValidationError("The file has no test cases.")
 
 
-def _decode(data: bytes, warnings: list[dict[str, str]] | None = None) -> str:
+def _decode(data: bytes) -> str:
     try:
-        # utf-8-sig drops the byte order mark Excel writes.
+        # utf-8-sig drops the byte order mark an editor may write.
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ValidationError(
-            f"The file is not UTF-8 text (byte {exc.start + 1} is invalid). "
-            "In Excel, choose “Save as: CSV UTF-8”; elsewhere, save or export as UTF-8."
+            f"The file is not UTF-8 text (byte {exc.start + 1} is invalid). Save or export it as UTF-8."
         ) from None
     if "\x00" in text:
-        if warnings is None:
-            raise ValidationError("The file contains NUL bytes, so it is not valid JSON text.")
-        # A text file with stray NULs (a broken export): strip them, and say so.
-        lines = [str(number) for number, line in enumerate(text.split("\n"), start=1) if "\x00" in line]
-        warnings.append(
-            {
-                "where": f"line{'s' if len(lines) > 1 else ''} {', '.join(lines[:10])}"
-                + (f" and {len(lines) - 10} more" if len(lines) > 10 else ""),
-                "message": f"The file held {text.count(chr(0)):,} NUL bytes (invisible control characters); "
-                "they were removed.",
-            }
-        )
-        text = text.replace("\x00", "")
+        raise ValidationError("The file contains NUL bytes, so it is not valid JSON text.")
     return text
 
 
@@ -158,116 +125,6 @@ def file_kind(name: str, data: bytes) -> str:
     if suffix in (".csv", ".tsv", ".txt"):
         return "csv"
     return "json" if data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"[") else "csv"
-
-
-# ---- CSV -----------------------------------------------------------------------
-
-
-def _header_key(cell: str) -> str:
-    return re.sub(r"[\s\-]+", "_", cell.strip().lstrip("\ufeff").lower())
-
-
-def _delimiter(text: str) -> str:
-    first_line = text.split("\n", 1)[0]
-    counts = {delimiter: first_line.count(delimiter) for delimiter in (",", ";", "\t")}
-    best = max(counts, key=lambda d: counts[d])
-    return best if counts[best] else ","
-
-
-def parse_csv(data: bytes) -> ParsedFile:
-    """Cases from a CSV: UTF-8 with or without BOM, comma, semicolon or tab separated.
-
-    Header names are matched without regard to case or spaces (`Expected Results` works).
-    Only the columns present are returned for each case, so re-importing a file with fewer
-    columns updates just those fields of cases matched by case_id.
-    """
-    warnings: list[dict[str, str]] = []
-    text = _decode(data, warnings)
-    rows = csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text))
-    try:
-        header = next(rows, None)
-    except csv.Error as exc:
-        raise ValidationError(f"Row 1: the file is not valid CSV ({exc}).") from None
-    if not header or not any(cell.strip() for cell in header):
-        raise ValidationError(
-            "The file is empty: the first row should name the columns (question, expected_answer, …)."
-        )
-
-    columns: list[str | None] = []
-    problems: list[str] = []
-    seen: dict[str, str] = {}
-    ignored: list[str] = []
-    kept: dict[int, str] = {}  # column index -> header, for columns kept as metadata
-    for index, cell in enumerate(header):
-        target = CSV_COLUMNS.get(_header_key(cell))
-        if target and target in seen:
-            problems.append(f"Row 1: the columns “{seen[target]}” and “{cell.strip()}” both hold {target}; keep one.")
-        if target:
-            seen[target] = cell.strip()
-        elif cell.strip():
-            ignored.append(cell.strip())
-            kept[index] = cell.strip().lstrip("\ufeff")[:100]
-        columns.append(target)
-    if "question" not in seen:
-        found = ", ".join(cell.strip() for cell in header if cell.strip())
-        raise ValidationError(f"The file needs a “question” (or “query”) column. The columns found are: {found}.")
-    if problems:
-        raise _fail(problems)
-
-    cases: list[dict[str, Any]] = []
-    case_id_rows: dict[str, int] = {}
-    row_number = 1
-    try:
-        for row_number, row in enumerate(rows, start=2):
-            if not any(cell.strip() for cell in row):
-                continue
-            if len(row) > len(columns) and any(cell.strip() for cell in row[len(columns) :]):
-                problems.append(f"Row {row_number}: it has {len(row)} cells but the header has {len(columns)} columns.")
-                continue
-            values: dict[str, Any] = {
-                target: unneutralise(row[index]) if index < len(row) else ""
-                for index, target in enumerate(columns)
-                if target
-            }
-            if kept:
-                values["metadata"] = {
-                    name: row[index].strip() for index, name in kept.items() if index < len(row) and row[index].strip()
-                }
-            notes = []
-            if len(row) < len(columns):
-                notes.append(
-                    f"The row has {len(row)} fields but the header has {len(columns)}; the missing cells are empty."
-                )
-            if "expected_answer" in values and not values["expected_answer"].strip():
-                notes.append("No expected answer: the judge scores this case without a reference answer.")
-            if notes:
-                values["import_warnings"] = notes
-                warnings.extend({"where": f"row {row_number}", "message": note} for note in notes)
-            try:
-                fields = case_fields_clean(values, partial=True)
-            except ValidationError as exc:
-                problems.extend(case_field_errors(f"Row {row_number}", exc))
-                continue
-            case_id = fields.get("case_id", "")
-            if case_id in case_id_rows:
-                problems.append(
-                    f"Row {row_number}: case_id “{case_id}” is already used on row {case_id_rows[case_id]}."
-                )
-                continue
-            if case_id:
-                case_id_rows[case_id] = row_number
-            cases.append(fields)
-    except csv.Error as exc:
-        problems.append(f"Row {row_number + 1}: the file is not valid CSV ({exc}).")
-    if problems:
-        raise _fail(problems)
-    if text.count('"') % 2 and cases:
-        # An odd number of quotes: the last quoted cell never closed and swallowed the rest of the file.
-        message = "A quote is never closed: the last row's quoted cell ran to the end of the file."
-        cases[-1]["import_warnings"] = [*cases[-1].get("import_warnings", []), message]
-        warnings.append({"where": f"row {row_number}", "message": message})
-    _check_case_count(len(cases))
-    return ParsedFile(cases=cases, ignored_columns=ignored, warnings=warnings)
 
 
 # ---- EvalSet JSON ----------------------------------------------------------------
@@ -434,7 +291,7 @@ def parse_eval_set(data: bytes) -> ParsedFile:
             "Remove it and try again."
         )
     raw_cases, envelope = _eval_cases(document)
-    _check_case_count(len(raw_cases))
+    case_count_check(len(raw_cases))
 
     cases: list[dict[str, Any]] = []
     skipped: list[str] = []
@@ -460,14 +317,16 @@ def parse_eval_set(data: bytes) -> ParsedFile:
             case_ids[case_id] = number
         cases.append(fields)
     if problems:
-        raise _fail(problems)
+        raise refusal(problems)
 
     extension = _object(envelope.get("evalsite"))
     scoring = _object(extension.get("scoring"))
     try:
         scoring = scoring_fields_clean({key: value for key, value in scoring.items() if key in SCORING_FIELDS})
     except ValidationError as exc:
-        raise _fail([f"evalsite.scoring.{name}: {' '.join(msgs)}" for name, msgs in exc.message_dict.items()]) from None
+        raise refusal(
+            [f"evalsite.scoring.{name}: {' '.join(msgs)}" for name, msgs in exc.message_dict.items()]
+        ) from None
     name = _get(envelope, "name") or _get(envelope, "eval_set_id") or ""
     description = _get(envelope, "description") or ""
     eval_set_id = _get(envelope, "eval_set_id")

@@ -1,8 +1,9 @@
 """The mapping step of an upload: how the file's columns become case fields, confirmed by the user.
 
-GET shows the tables found (header row, a field per column, the first rows, skipped
-sheets with their reason) while the dataset is in Review; POST confirms (the job then
-creates the cases) or, on the cancel URL, deletes the upload.
+GET shows the tables found (header row, a field per column, the first rows and what they
+become, skipped sheets with their reason) while the dataset is in Review; POST confirms
+(the job then creates the cases), or with "preview" only shows the result of the fields
+chosen (the page posts it when a field changes), or, on the cancel URL, deletes the upload.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ def _context(agent: Agent, dataset: Dataset, form: MappingForm) -> dict[str, Any
         "warnings": state.get("warnings", []),
         "problem": state.get("problem", ""),
         "omitted": max(total - limit, 0),
+        # Rows whose steps quote no user message (a model can write it, when one is connected).
+        "unquoted": sum(table.get("unquoted", 0) for table in state.get("tables", []) if not table["skipped"]),
     }
 
 
@@ -53,9 +56,18 @@ def dataset_mapping(request: AuthedRequest, agent_id: int, dataset_id: int) -> H
         return HttpResponseClientRedirect(detail_url) if request.htmx else redirect(detail_url)
     tables = dataset.mapping.get("tables", [])
     form = MappingForm(request.POST or None, tables=tables)
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and "preview" in request.POST:
+        # A field changed: show what the first rows become, and what is wrong, without creating anything.
+        if form.is_valid():
+            _check(form, tables)
+    elif request.method == "POST" and form.is_valid():
         try:
-            dataset_mapping_confirm(dataset=dataset, chosen=form.chosen(), keep_first=form.cleaned_data["keep_first"])
+            dataset_mapping_confirm(
+                dataset=dataset,
+                chosen=form.chosen(),
+                keep_first=form.cleaned_data["keep_first"],
+                derive_questions=form.cleaned_data["derive_questions"],
+            )
         except ValidationError as exc:
             add_service_errors(form, exc)
         else:
@@ -63,6 +75,13 @@ def dataset_mapping(request: AuthedRequest, agent_id: int, dataset_id: int) -> H
             return HttpResponseClientRedirect(detail_url) if request.htmx else redirect(detail_url)
     template = "datasets/mapping.html#mapping_form" if request.htmx else "datasets/mapping.html"
     return render(request, template, _context(agent, dataset, form))
+
+
+def _check(form: MappingForm, tables: list[dict[str, Any]]) -> None:
+    try:
+        mapping.mapping_check(tables=tables, chosen=form.chosen())
+    except ValidationError as exc:
+        add_service_errors(form, exc)
 
 
 @login_required

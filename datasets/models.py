@@ -70,6 +70,9 @@ class Dataset(models.Model):
     number_of_requests = models.PositiveSmallIntegerField(default=1)
     jaccard_enabled = models.BooleanField(default=True)
     vector_enabled = models.BooleanField(default=False)
+    # A failed retrieval-context check fails the case (off: the check is shown, and counted on the
+    # run page, as information that does not change the verdict).
+    context_gates = models.BooleanField(default=False)
     # Extra judge calls for a score next to the pass threshold (0 turns it off); the median counts.
     judge_resamples = models.PositiveSmallIntegerField(default=2)
     # Reviewers' most recent overrides shown to the judge as worked examples (0: off, up to 10).
@@ -173,10 +176,10 @@ class TestCase(models.Model):
     smoke_guidance = models.TextField(blank=True)
     # A user-simulator scenario ({} for a scripted case): {"goal", "plan", "persona",
     # "max_turns", "success_criteria"}; `question` is its starting prompt, and a simulator
-    # model plays the user from there (runs/simulator.py). (datasets.fields._scenario)
+    # model plays the user from there (runs/engine/simulator.py). (datasets.fields._scenario)
     scenario = models.JSONField(default=dict, blank=True)
     # What the case tests, for generated cases ("Refund policy, rule 2").
-    # Stability across the dataset's runs, written by runs (runs.services.stability) when a
+    # Stability across the dataset's runs, written by runs (runs.comparing.flaky) when a
     # run finishes: verdict flips between consecutive results with the same agent version,
     # case and judge, out of the chances to flip.
     flips = models.PositiveIntegerField(default=0)
@@ -258,6 +261,12 @@ class RuleMap(models.Model):
     error = models.TextField(blank=True)
     tokens = models.PositiveIntegerField(default=0)
     cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    # Rules tied to at least one case when the map finished, by the model's map and by the
+    # word map: {"model": 0, "model_rules": 39, "words": 10, "word_rules": 39}.
+    tied = models.JSONField(default=dict, blank=True)
+    # A finished map is used only when adopted: one that ties fewer rules than the word map is
+    # a proposal shown beside it, until a person chooses it (datasets.coverage).
+    adopted = models.BooleanField(default=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -267,3 +276,7 @@ class RuleMap(models.Model):
 
     def __str__(self) -> str:
         return f"Rule map of {self.dataset} for v{self.version_id}"
+
+    @property
+    def is_proposal(self) -> bool:
+        return self.status == self.Status.DONE and not self.adopted

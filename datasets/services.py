@@ -23,6 +23,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from agents.models import Agent
+from datasets.csv_import import parse_csv
 from datasets.exporters import dataset_to_eval_set
 from datasets.fields import (
     NO_EXPECTED_ANSWER,
@@ -32,12 +33,12 @@ from datasets.fields import (
     dataset_name_clean,
     scoring_fields_clean,
 )
-from datasets.importers import ImportResult, file_kind, parse_csv, parse_eval_set
+from datasets.importers import ImportResult, file_kind, parse_eval_set
 from datasets.models import Dataset, Document, TestCase
 from evalsite.storage import stored_files_delete
 
 # Called with the dataset after its scoring settings changed. runs registers the hook that makes
-# the dataset's new judge configuration (runs.judging), since datasets may not import runs.
+# the dataset's new judge configuration (runs.judging.configs), since datasets may not import runs.
 _scoring_changed_hooks: list[Callable[[Dataset], None]] = []
 
 

@@ -10,23 +10,19 @@ from django.core.exceptions import ValidationError
 from django.http import HttpResponse
 from django.urls import reverse
 from django.utils.http import content_disposition_header
-from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods
 
 from datasets import exporters, services
 from datasets.forms import ImportForm
 from datasets.upload_forms import UploadSizeGuard
-from datasets.view_helpers import dialog_done, form_response, get_dataset_for_user, upload_data, upload_guard
+from datasets.view_helpers import dialog_done, form_response, get_dataset_for_user, size_guarded, upload_data
 from evalsite.http import AuthedRequest
 
 
-@csrf_protect
-def _import(
-    request: AuthedRequest, agent_id: int, dataset_id: int, kind: str, guard: UploadSizeGuard | None
-) -> HttpResponse:
+def _import(request: AuthedRequest, agent_id: int, dataset_id: int, kind: str, guard: UploadSizeGuard) -> HttpResponse:
     agent, dataset = get_dataset_for_user(request, agent_id, dataset_id)
     data, files = upload_data(request)
-    form = ImportForm(data, files, kind=kind, too_big=guard.too_big if guard else None)
+    form = ImportForm(data, files, kind=kind, too_big=guard.too_big)
     if request.method == "POST" and form.is_valid():
         importer = services.dataset_import_csv if kind == "csv" else services.dataset_import_json
         try:
@@ -43,18 +39,18 @@ def _import(
     return form_response(request, form_template="datasets/partials/import_form.html", title=title, context=context)
 
 
-@csrf_exempt
 @login_required
 @require_http_methods(["GET", "POST"])
-def import_csv(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
-    return _import(request, agent_id, dataset_id, "csv", upload_guard(request))
+@size_guarded
+def import_csv(request: AuthedRequest, agent_id: int, dataset_id: int, guard: UploadSizeGuard) -> HttpResponse:
+    return _import(request, agent_id, dataset_id, "csv", guard)
 
 
-@csrf_exempt
 @login_required
 @require_http_methods(["GET", "POST"])
-def import_json(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
-    return _import(request, agent_id, dataset_id, "json", upload_guard(request))
+@size_guarded
+def import_json(request: AuthedRequest, agent_id: int, dataset_id: int, guard: UploadSizeGuard) -> HttpResponse:
+    return _import(request, agent_id, dataset_id, "json", guard)
 
 
 def _attachment(content: str, *, filename: str, content_type: str) -> HttpResponse:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import IO, Any
 
 from django import forms
@@ -12,7 +13,7 @@ from django.http import HttpRequest, QueryDict
 from django.utils.datastructures import MultiValueDict
 
 from datasets.documents import upload_validate
-from datasets.extraction.tables import FIELD_LABELS
+from datasets.extraction.tables import FIELD_LABELS, result_preview
 from datasets.extraction.validation import ACCEPT_ATTRIBUTE, ValidatedFile, too_big_message
 from datasets.fields import dataset_name_clean
 
@@ -129,6 +130,7 @@ class MappingForm(forms.Form):
     t<key>_c<column> (a field), t<key>_include (a checkbox), keep_first."""
 
     keep_first = forms.BooleanField(required=False)
+    derive_questions = forms.BooleanField(required=False)
 
     def __init__(self, *args: Any, tables: list[dict[str, Any]], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -144,18 +146,42 @@ class MappingForm(forms.Form):
                 )
 
     def rows(self) -> list[dict[str, Any]]:
-        """Each table with its bound fields, for the template."""
-        return [
-            {
-                "table": table,
-                "include": self[f"t{table['key']}_include"],
-                "columns": [
-                    {"column": column, "field": self[f"t{table['key']}_c{column['index']}"]}
-                    for column in table["columns"]
-                ],
-            }
-            for table in self.tables
-        ]
+        """Each table with its bound fields and what its first rows become under the
+        fields now chosen (the posted ones, else the suggestion), for the template."""
+        rows = []
+        for table in self.tables:
+            columns = self._columns(table)
+            result = result_preview(table, columns) if table["columns"] else []
+            rows.append(
+                {
+                    "table": table,
+                    "include": self[f"t{table['key']}_include"],
+                    "columns": [
+                        {"column": column, "field": self[f"t{table['key']}_c{column['index']}"]}
+                        for column in table["columns"]
+                    ],
+                    "result": result,
+                    "quoted_from": next(
+                        (c["header"] for c in table["columns"] if columns[str(c["index"])] == "quoted_question"), ""
+                    ),
+                    "result_context": any(case["document_context"] for case in result),
+                    # Fields fed by two or more columns: the page says their texts are joined.
+                    "combined": [
+                        FIELD_LABELS[name]
+                        for name, count in Counter(columns.values()).items()
+                        if count > 1 and name not in ("metadata", "ignore", "tags")
+                    ],
+                }
+            )
+        return rows
+
+    def _columns(self, table: dict[str, Any]) -> dict[str, str]:
+        """{column: field} as the page now shows it; a value that is not a field keeps the suggestion."""
+        chosen = {}
+        for column in table["columns"]:
+            value = self[f"t{table['key']}_c{column['index']}"].value()
+            chosen[str(column["index"])] = value if value in FIELD_LABELS else column["field"]
+        return chosen
 
     def chosen(self) -> dict[str, Any]:
         data = self.cleaned_data

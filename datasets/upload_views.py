@@ -1,9 +1,8 @@
 """The Generate Dataset page (upload), the extraction status poll, and documents.
 
-Upload views install UploadSizeGuard before anything reads the body. CSRF
-middleware reads request.POST, so those views are csrf_exempt on the outside and
-csrf_protect on the inside: the token is still checked, after the guard is in place
-(Django docs, "Modifying upload handlers on the fly").
+Upload views are `size_guarded` (view_helpers.py): the size cap goes in before anything
+reads the body, and the CSRF token is still checked after it (Django docs, "Modifying
+upload handlers on the fly").
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.clickjacking import xframe_options_sameorigin
-from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect, trigger_client_event
 
@@ -32,7 +30,8 @@ from datasets.view_helpers import (
     get_agent_for_user,
     get_case_for_user,
     get_dataset_for_user,
-    install_upload_guard,
+    needs_model,
+    size_guarded,
 )
 from evalsite.http import AuthedRequest, is_partial
 
@@ -65,6 +64,7 @@ def _new_context(
         # swap (hx-preserve), so a refused name stays on step 2 there and nowhere else.
         "kept_file": kept_file,
         "start_step": "2" if kept_file else ("1" if file_step or not form.errors else "all"),
+        "needs_model": needs_model(form),
     }
 
 
@@ -84,15 +84,10 @@ def dataset_new(request: AuthedRequest, agent_id: int) -> HttpResponse:
     return render(request, "datasets/new.html", _new_context(agent, DatasetUploadForm(), tab))
 
 
-@csrf_exempt
 @login_required
 @require_POST
-def dataset_upload(request: AuthedRequest, agent_id: int) -> HttpResponse:
-    return _dataset_upload(request, agent_id, install_upload_guard(request))
-
-
-@csrf_protect
-def _dataset_upload(request: AuthedRequest, agent_id: int, guard: UploadSizeGuard) -> HttpResponse:
+@size_guarded
+def dataset_upload(request: AuthedRequest, agent_id: int, guard: UploadSizeGuard) -> HttpResponse:
     agent = get_agent_for_user(request, agent_id)
     form = DatasetUploadForm(request.POST, request.FILES, too_big=guard.too_big)
     if form.is_valid():
@@ -209,15 +204,10 @@ def document_preview(request: AuthedRequest, agent_id: int, dataset_id: int, doc
 # ---- documents on cases ------------------------------------------------------------------
 
 
-@csrf_exempt
 @login_required
 @require_POST
-def case_document_attach(request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: int) -> HttpResponse:
-    return _case_document_attach(request, agent_id, dataset_id, case_pk, install_upload_guard(request))
-
-
-@csrf_protect
-def _case_document_attach(
+@size_guarded
+def case_document_attach(
     request: AuthedRequest, agent_id: int, dataset_id: int, case_pk: int, guard: UploadSizeGuard
 ) -> HttpResponse:
     agent, dataset, case = get_case_for_user(request, agent_id, dataset_id, case_pk)

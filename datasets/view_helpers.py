@@ -5,18 +5,22 @@ pattern described in views.py (a form in a dialog, closed with a toast on succes
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.forms import Form
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django_htmx.http import reswap, retarget, trigger_client_event
 
 from agents.models import Agent
 from agents.selectors import agent_get_for_user
 from datasets import selectors
+from datasets.extraction.services import NEEDS_MODEL
 from datasets.models import TestCase
 from datasets.upload_forms import UploadSizeGuard
 from evalsite.http import AuthedRequest, is_partial
@@ -61,17 +65,32 @@ def add_service_errors(form: Form, exc: ValidationError) -> None:
         form.add_error(None, exc)
 
 
-def install_upload_guard(request: AuthedRequest) -> UploadSizeGuard:
-    """Cap an upload's size before Django stores it (check 5 in docs/architecture.md): must run before
-    anything reads request.POST, hence csrf_exempt outside and csrf_protect inside."""
+def needs_model(form: Form) -> bool:
+    """The file was refused because only a model could read it: the page says how to connect one."""
+    return any(error.code == NEEDS_MODEL for error in form.errors.as_data().get("file", []))
+
+
+def size_guarded(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """For a view that takes an upload: cap the upload's size before Django stores it (check 5
+    in docs/architecture.md). The guard must be in place before anything reads request.POST,
+    and the CSRF check reads it, so the view is csrf_exempt on the outside, the guard goes in,
+    then csrf_protect checks the token as usual. The view is called with `guard=`; its
+    `too_big` says whether the upload was refused (never, for a GET: it has no body)."""
+    protected = csrf_protect(view)
+
+    @csrf_exempt
+    @wraps(view)
+    def wrapper(request: AuthedRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return protected(request, *args, guard=install_upload_guard(request), **kwargs)
+
+    return wrapper
+
+
+def install_upload_guard(request: HttpRequest) -> UploadSizeGuard:
+    """The size cap as the first upload handler: before anything reads request.POST."""
     guard = UploadSizeGuard(request)
     request.upload_handlers.insert(0, guard)
     return guard
-
-
-def upload_guard(request: AuthedRequest) -> UploadSizeGuard | None:
-    # A GET renders the empty form: it has no body to guard.
-    return install_upload_guard(request) if request.method == "POST" else None
 
 
 def upload_data(request: AuthedRequest) -> tuple[Any, Any]:

@@ -8,6 +8,7 @@ the region concerned. Without JavaScript the same URLs are ordinary pages.
 
 from __future__ import annotations
 
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -18,7 +19,6 @@ from django.core.paginator import Page, Paginator
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import (
     HTMX_STOP_POLLING,
@@ -31,6 +31,7 @@ from agents import selectors as agent_selectors
 from agents.models import Agent
 from datasets import selectors, services
 from datasets.coverage import rule_chips_attach
+from datasets.extraction.services import dataset_upload_create
 from datasets.forms import CaseForm, DatasetCreateForm, DatasetRenameForm, DatasetSettingsForm
 from datasets.models import Dataset, TestCase
 from datasets.upload_forms import DocumentUploadForm, UploadSizeGuard
@@ -41,9 +42,10 @@ from datasets.view_helpers import (
     get_agent_for_user,
     get_case_for_user,
     get_dataset_for_user,
+    needs_model,
+    size_guarded,
     toast,
     upload_data,
-    upload_guard,
 )
 from evalsite.http import AuthedRequest, is_partial
 
@@ -96,19 +98,14 @@ def _limit() -> int:
     return settings.EVALSITE_MAX_DATASETS_PER_AGENT
 
 
-@csrf_exempt
 @login_required
 @require_http_methods(["GET", "POST"])
-def dataset_create(request: AuthedRequest, agent_id: int) -> HttpResponse:
+@size_guarded
+def dataset_create(request: AuthedRequest, agent_id: int, guard: UploadSizeGuard) -> HttpResponse:
     """A new dataset, empty or filled from a CSV or EvalSet JSON file."""
-    return _dataset_create(request, agent_id, upload_guard(request))
-
-
-@csrf_protect
-def _dataset_create(request: AuthedRequest, agent_id: int, guard: UploadSizeGuard | None) -> HttpResponse:
     agent = get_agent_for_user(request, agent_id)
     data, files = upload_data(request)
-    form = DatasetCreateForm(data, files, too_big=guard.too_big if guard else None)
+    form = DatasetCreateForm(data, files, too_big=guard.too_big)
     if request.method == "POST" and form.is_valid():
         try:
             dataset, message, level = _create(request, agent, form)
@@ -118,7 +115,12 @@ def _dataset_create(request: AuthedRequest, agent_id: int, guard: UploadSizeGuar
             url = reverse("datasets:detail", args=[agent.pk, dataset.pk])
             messages.add_message(request, messages.WARNING if level == "warning" else messages.SUCCESS, message)
             return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
-    context = {"agent": agent, "form": form, "at_limit": agent.datasets.count() >= _limit()}
+    context = {
+        "agent": agent,
+        "form": form,
+        "at_limit": agent.datasets.count() >= _limit(),
+        "needs_model": needs_model(form),
+    }
     return form_response(
         request, form_template="datasets/partials/create_form.html", title="New dataset", context=context
     )
@@ -130,6 +132,16 @@ def _create(request: AuthedRequest, agent: Agent, form: DatasetCreateForm) -> tu
     if file is None:
         dataset = services.dataset_create(agent=agent, user=request.user, name=name)
         return dataset, f"Dataset “{dataset.name}” created. Add its first test case.", "success"
+    if form.validated is not None:
+        # A test plan: read like an upload; tables stop at the mapping step before any case exists.
+        dataset = dataset_upload_create(
+            agent=agent,
+            user=request.user,
+            name=name or PurePath(form.validated.original_name).stem[:120] or "Uploaded test plan",
+            upload=file,
+            validated=form.validated,
+        )
+        return dataset, f"Reading “{form.validated.original_name}”…", "success"
     dataset, result = services.dataset_create_from_file(agent=agent, user=request.user, name=name, file=file)
     return dataset, f"Dataset “{dataset.name}” created. {result.message}", result.level
 

@@ -14,7 +14,11 @@ import json
 import resource
 import sys
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datasets.extraction.readers import Parsed
+    from datasets.extraction.tables import Table
 
 
 def _limit(memory_mb: int, cpu_seconds: int) -> None:
@@ -34,29 +38,20 @@ def extract(request: dict[str, Any]) -> dict[str, Any]:
     {"tables": {key: {"skip": bool, "columns": {"3": "question"}}}}), else the suggested plan;
     the answer describes every table (header, field per column, first rows) for the mapping step."""
     from datasets.extraction import readers
+
+    parsed = readers.read(request["path"], request["file_type"])
+    chosen = (request.get("mapping") or {}).get("tables") or {}
+    return answer_from_parsed(parsed, request["file_type"], chosen=chosen, max_cases=request["max_cases"])
+
+
+def answer_from_parsed(parsed: Parsed, file_type: str, *, chosen: dict[str, Any], max_cases: int) -> dict[str, Any]:
+    """The answer from a read file (readers.Parsed): no file is opened here, so this part of the
+    parse depends on the mapping alone (the seam for applying a mapping to stored tables)."""
     from datasets.extraction.dedupe import drop_exact
     from datasets.extraction.prose import labelled_cases
-    from datasets.extraction.tables import describe, plan_from_choice, plan_table, split_tables, table_cases
 
-    file_type = request["file_type"]
-    chosen = (request.get("mapping") or {}).get("tables") or {}
-    parsed = readers.read(request["path"], file_type)
-    cases: list[dict[str, Any]] = []
-    described: list[dict[str, Any]] = []
-    header_found = False
-    tables = [part for table in parsed.tables for part in split_tables(table)]
-    for number, table in enumerate(tables):
-        key = str(number)
-        plan = plan_table(table)
-        header_found = header_found or not plan.skipped
-        choice = chosen.get(key)
-        if choice is not None:
-            plan = plan_from_choice(table, plan, {int(column): name for column, name in choice["columns"].items()})
-            if choice.get("skip"):
-                plan.skipped = "You chose to skip this table."
-        found = table_cases(table, plan)
-        described.append(describe(table, plan, key, len(found)))
-        cases.extend(found)
+    found = _table_answers(parsed.tables, chosen)
+    cases = found["cases"]
     methods = ["table"] if cases else []
     # The prose around the tables: PDFs keep their pages, Markdown its line numbers.
     prose: list[tuple[int | None, str]] = parsed.pages if file_type == "pdf" else [(None, parsed.text)]
@@ -68,21 +63,56 @@ def extract(request: dict[str, Any]) -> dict[str, Any]:
         cases.extend(labelled)
         methods.append("labelled")
     kept = drop_exact(cases)
-    warnings = list(parsed.warnings) + _dropped_warnings(cases, kept)
-    kept_cases = kept[: request["max_cases"]]
+    warnings = list(parsed.warnings) + found["dropped"] + _dropped_warnings(cases, kept)
+    kept_cases = kept[:max_cases]
     return {
         "ok": True,
         "method": "+".join(methods),
         "cases": kept_cases,
         "total": len(kept),
-        "header_found": header_found,
+        "header_found": found["header_found"],
+        "header_only": found["header_only"] if not cases else [],
         # Every table, for the mapping step (the user may map one that gave no case).
-        "tables": described,
+        "tables": found["described"],
         "warnings": warnings + _grouped_case_warnings(kept_cases),
         # Prose no table or labelled block took: the model may still find rules to test in it.
         "pages": [(page, text) for page, text in leftover if text.strip()],
         "text": parsed.text,
     }
+
+
+def _table_answers(read_tables: list[Table], chosen: dict[str, Any]) -> dict[str, Any]:
+    """Every table's cases (by the user's choice for it, else the suggested plan) and description."""
+    from datasets.extraction.tables import describe, plan_from_choice, plan_table, split_tables, table_cases
+
+    result: dict[str, Any] = {"cases": [], "described": [], "header_found": False, "header_only": [], "dropped": []}
+    tables = [part for table in read_tables for part in split_tables(table)]
+    for number, table in enumerate(tables):
+        key = str(number)
+        plan = plan_table(table)
+        result["header_found"] = result["header_found"] or plan.question_column is not None
+        if plan.header_index is not None and plan.header_index == len(table.rows) - 1:
+            # A table with no row under its header.
+            result["header_only"].append(", ".join(plan.headers[column] for column in sorted(plan.headers)))
+        choice = chosen.get(key)
+        if choice is not None:
+            plan = plan_from_choice(table, plan, {int(column): name for column, name in choice["columns"].items()})
+            if choice.get("skip"):
+                plan.skipped = "You chose to skip this table."
+        found = table_cases(table, plan)
+        if plan.dropped and plan.question_column is not None:
+            result["dropped"].append(
+                {
+                    "where": table.rows_location(plan.dropped),
+                    "message": f"{len(plan.dropped)} row(s) have no “{plan.headers[plan.question_column]}” cell, "
+                    "so no test case was made from them.",
+                }
+            )
+        result["described"].append(describe(table, plan, key, len(found)))
+        # Rows whose steps quote no user message: the mapping step offers the model for them.
+        result["described"][-1]["unquoted"] = sum(1 for case in found if case.get("unquoted_from"))
+        result["cases"].extend(found)
+    return result
 
 
 def _dropped_warnings(cases: list[dict[str, Any]], kept: list[dict[str, Any]]) -> list[dict[str, str]]:

@@ -30,8 +30,9 @@ from datasets.extraction.services import (
     upload_dataset_stored,
 )
 from datasets.extraction.validation import ValidatedFile, validate_file
+from datasets.importers import parse_eval_set
 from datasets.models import Dataset, Document
-from datasets.services import case_bulk_create
+from datasets.services import case_bulk_create, dataset_create_from_file
 
 
 class ImportRefused(Exception):
@@ -81,6 +82,10 @@ def dataset_file_import(
     ValidationError from dataset_create (a name already used, 100 datasets).
     """
     data = path.read_bytes()
+    if path.suffix.lower() == ".json":
+        if mapping is not None:
+            raise BadMapping("An EvalSet JSON file has no columns, so --mapping does not apply to it.")
+        return _eval_set_import(agent=agent, user=user, path=path, data=data, name=name, dry_run=dry_run)
     validated = _validate(path.name, data)
     limit = settings.EVALSITE_MAX_CASES_PER_DOCUMENT
     try:
@@ -111,7 +116,7 @@ def dataset_file_import(
         tables=answer.get("tables") or [],
         chosen=chosen,
         cases=rows,
-        warnings=file_warnings(extraction.warnings, validated.original_name),
+        warnings=[*file_warnings(extraction.warnings, validated.original_name), *extraction.model_warnings],
         notice=extraction.notice,
         total=answer["total"] if answer["cases"] else len(rows),
         method=answer["method"] or "model",
@@ -120,6 +125,42 @@ def dataset_file_import(
         result.dataset = _save(agent=agent, user=user, name=name or path.stem, data=data, validated=validated,
                                result=result, text=extraction.text)  # fmt: skip
     return result
+
+
+def _eval_set_import(
+    *, agent: Agent, user: User | None, path: Path, data: bytes, name: str, dry_run: bool
+) -> FileImport:
+    """An ADK/10xgraph EvalSet, imported as the UI's "New dataset or import" does."""
+    try:
+        parsed = parse_eval_set(data)
+    except ValidationError as exc:
+        raise ImportRefused(" ".join(exc.messages)) from exc
+    result = FileImport(
+        file_name=path.name,
+        tables=[],
+        chosen={},
+        cases=[{**_EMPTY_ROW, **case} for case in parsed.cases],
+        warnings=[{"where": path.name, "message": item} for item in parsed.skipped],
+        notice="",
+        total=len(parsed.cases),
+        method="eval_set",
+    )
+    if not dry_run:
+        upload = SimpleUploadedFile(path.name, data)
+        result.dataset, _ = dataset_create_from_file(agent=agent, user=user, name=name, file=upload)
+    return result
+
+
+# What the command prints for a case the EvalSet does not say (it has no source file or place).
+_EMPTY_ROW: dict[str, Any] = {
+    "expected_answer": "",
+    "case_id": "",
+    "source_file": "",
+    "source_location": "",
+    "metadata": {},
+    "import_warnings": [],
+    "extra": {},
+}
 
 
 def _validate(file_name: str, data: bytes) -> ValidatedFile:

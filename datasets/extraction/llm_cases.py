@@ -10,14 +10,17 @@ fails the whole extraction, so a dataset never gets a partial set of cases.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 
 from datasets.extraction.dedupe import NearDuplicates
 from datasets.extraction.errors import ExtractionFailed
 from datasets.extraction.prose import Chunk, chunk_pages, page_of, squash
+from datasets.fields import case_field_errors, case_fields_clean
+from datasets.generation.checks import case_problem, schema_words, shown
 from evalsite import llm
 
 MIN_CHUNK_CHARS = 1_500
@@ -67,6 +70,13 @@ Reply with JSON only:
 class LLMExtraction:
     cases: list[dict[str, Any]]
     more_than_limit: bool  # the model found more cases than max_cases; the first ones were kept
+    # Cases the model wrote that were dropped, each saying why: the model's fault, not the file's.
+    rejected: list[str] = field(default_factory=list)
+
+    def warnings(self) -> list[dict[str, str]]:
+        """The dropped cases as dataset warnings, naming the model that wrote them."""
+        where = f"Written by the model {llm.model_for('llm') or ''}".rstrip()
+        return [{"where": where, "message": message} for message in self.rejected]
 
 
 def extract_with_model(
@@ -90,16 +100,57 @@ def extract_with_model(
         pool.shutdown(wait=True, cancel_futures=True)
     squashed = {page: squash(text) for page, text in pages if page is not None}
     seen = NearDuplicates()
-    kept: list[dict[str, Any]] = []
+    result = LLMExtraction(cases=[], more_than_limit=False)
     for chunk, found in zip(chunks, answers, strict=True):
         for item in found:
             case = _case(item, chunk, squashed)
-            if case is None or not seen.is_new(case["question"]):
+            if problem := _case_problem(case):
+                result.rejected.append(f"A case the model read{_from_pages(chunk)} was dropped: {problem.rstrip('.')}.")
                 continue
-            if len(kept) == max_cases:
-                return LLMExtraction(cases=kept, more_than_limit=True)
-            kept.append(case)
-    return LLMExtraction(cases=kept, more_than_limit=False)
+            if not seen.is_new(case["question"]):
+                continue
+            if len(result.cases) == max_cases:
+                result.more_than_limit = True
+                return result
+            result.cases.append(case)
+    if not result.cases and result.rejected:
+        raise ExtractionFailed(_all_rejected(result))
+    return result
+
+
+# What a weak model echoes back instead of reading the document.
+_OWN_WORDS = [SYSTEM_PROMPT, *schema_words(CASES_SCHEMA)]
+
+
+def _case_problem(case: dict[str, Any]) -> str:
+    """Why a case the model wrote cannot be kept, or "": the garbage checks that generation
+    uses, then the same field checks a saved case passes (a tests rule on several lines
+    failed the whole dataset once, blamed on the user's file)."""
+    if problem := case_problem(case["question"], case["expected_answer"], own_words=_OWN_WORDS):
+        return problem
+    fields = {name: case[name] for name in ("question", "expected_answer", "document_context", "tests_rule")}
+    try:
+        case_fields_clean(fields)
+    except ValidationError as exc:
+        return "; ".join(case_field_errors(f"the case {shown(case['question'])}", exc))
+    return ""
+
+
+def _from_pages(chunk: Chunk) -> str:
+    if not chunk.pages:
+        return ""
+    first, last = min(chunk.pages), max(chunk.pages)
+    return f" from page {first}" if first == last else f" from pages {first}-{last}"
+
+
+def _all_rejected(result: LLMExtraction) -> str:
+    model = llm.model_for("llm") or "the model"
+    first = result.rejected[0].split(" was dropped: ", 1)[-1].rstrip(".")
+    return (
+        f"The model {model} wrote {len(result.rejected)} test case{'s' if len(result.rejected) != 1 else ''} "
+        f"from the document and none could be used (for example {first}). This is the model's answer, not a "
+        "problem in your file: try again, or choose a stronger model."
+    )
 
 
 def _read_chunk(chunk: Chunk, trace: dict[str, str | int], *, retried: bool = False) -> list[dict[str, Any]]:
@@ -128,10 +179,8 @@ def _halves(chunk: Chunk) -> list[Chunk]:
     return [Chunk(text=piece.text, pages=chunk.pages) for piece in pieces]
 
 
-def _case(item: dict[str, Any], chunk: Chunk, squashed: dict[int, str]) -> dict[str, Any] | None:
+def _case(item: dict[str, Any], chunk: Chunk, squashed: dict[int, str]) -> dict[str, Any]:
     question = item["question"].strip()[:MAX_FIELD_CHARS]
-    if len(question) < 3:
-        return None
     span = item["source_span"].strip()[:MAX_FIELD_CHARS]
     claimed = item.get("page")
     page = page_of(span, squashed, chunk.pages) if chunk.pages else None
@@ -151,6 +200,8 @@ def _case(item: dict[str, Any], chunk: Chunk, squashed: dict[int, str]) -> dict[
 
 
 def _model_failure(error: llm.LLMError) -> str:
+    if error.kind == "truncated" and (context := _cut_by_context(error)):
+        return context
     if error.kind == "truncated":
         return f"{error.message} Try again with fewer pages, or raise EVALSITE_LLM_MAX_TOKENS_EXTRACT."
     if error.kind == "invalid_json":
@@ -159,3 +210,19 @@ def _model_failure(error: llm.LLMError) -> str:
             "Try again, or choose a stronger model."
         )
     return f"The model could not read the document: {error.message} Try again in a few minutes."
+
+
+def _cut_by_context(error: llm.LLMError) -> str:
+    """The reason when the server stopped the answer before our limit: its context was full
+    (llama.cpp silently lowers max_tokens to the room left after the prompt)."""
+    spent = error.result
+    if spent is None or not spent.max_tokens or spent.completion_tokens >= spent.max_tokens:
+        return ""
+    used = spent.prompt_tokens + spent.completion_tokens
+    return (
+        f"The model's answer was cut after {spent.completion_tokens} tokens, before the {spent.max_tokens} "
+        f"allowed for reading a document: the model server's context was full ({spent.prompt_tokens} tokens of "
+        f"prompt and {spent.completion_tokens} of answer, {used} in all). Start the server with a larger context "
+        f"(at least {spent.prompt_tokens + spent.max_tokens} tokens, e.g. llama.cpp's --n_ctx 8192), or lower "
+        "EVALSITE_EXTRACT_CHUNK_CHARS and EVALSITE_LLM_MAX_TOKENS_EXTRACT so a chunk and its answer fit."
+    )

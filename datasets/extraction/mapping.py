@@ -26,12 +26,15 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from datasets.extraction.tables import FIELD_LABELS, FIELDS, column_letter, normalise_header
+from datasets.extraction.headers import normalise_header
+from datasets.extraction.tables import FIELD_LABELS, FIELDS, QUESTION_FIELDS, column_letter
 from datasets.jobs import EXTRACT, job_enqueue
 from datasets.models import Dataset
 from datasets.services import dataset_delete
 
-SINGLE_FIELDS = ("question", "expected_answer", "document_context", "case_id", "judge_guideline")
+# Fields a column named in a JSON mapping takes from the column suggested for them (which is
+# kept as metadata): naming a new question column replaces the old one rather than adding to it.
+REPLACED_FIELDS = (*QUESTION_FIELDS, "expected_answer", "document_context", "case_id", "judge_guideline")
 
 FIELD_ALIASES = {
     **{name: name for name in FIELDS},
@@ -41,6 +44,9 @@ FIELD_ALIASES = {
     "context": "document_context",
     "id": "case_id",
     "guideline": "judge_guideline",
+    "quoted": "quoted_question",
+    "quoted message": "quoted_question",
+    "question from steps": "quoted_question",
     "keep": "metadata",
     "skip": "ignore",
     "none": "ignore",
@@ -87,13 +93,14 @@ def mapping_check(*, tables: list[dict[str, Any]], chosen: dict[str, Any]) -> di
             problems.append(f"{name}: unknown column or field ({', '.join(map(str, unknown + bad))}).")
             continue
         if not skip:
-            questions = [key for key, value in columns.items() if value == "question"]
+            questions = [key for key, value in columns.items() if value in QUESTION_FIELDS]
             if len(questions) != 1:
                 problems.append(
                     f"{name}: map exactly one column to the question"
                     f"{'' if not questions else ' (now: ' + ', '.join(_header(table, q) for q in questions) + ')'}."
                 )
-            for single in SINGLE_FIELDS[1:]:
+            # Several columns may feed a text field (joined under their headers); a case has one id.
+            for single in ("case_id",):
                 picked = [key for key, value in columns.items() if value == single]
                 if len(picked) > 1:
                     problems.append(
@@ -152,13 +159,15 @@ def mapping_from_json(*, tables: list[dict[str, Any]], raw: Any) -> dict[str, An
         if entry is None or entry["skip"]:
             continue
         given = set(entry["columns"].values())
-        if not entry["columns"] or (table["skipped"] and "question" not in given):
+        if not entry["columns"] or (table["skipped"] and not given & set(QUESTION_FIELDS)):
             del choice["tables"][table["key"]]  # nothing said about it: the suggestion stands
             continue
         # A field the user gave to a column leaves the column suggested for it.
         for column in table["columns"]:
             key = str(column["index"])
-            if key not in entry["columns"] and column["field"] in given and column["field"] in SINGLE_FIELDS:
+            suggested = column["field"]
+            taken = suggested in given or (suggested in QUESTION_FIELDS and given & set(QUESTION_FIELDS))
+            if key not in entry["columns"] and taken and suggested in REPLACED_FIELDS:
                 entry["columns"][key] = "metadata"
     return mapping_check(tables=tables, chosen=choice)
 
@@ -195,10 +204,13 @@ def _header(table: dict[str, Any], key: str) -> str:
 # ---- services ---------------------------------------------------------------------
 
 
-def dataset_mapping_confirm(*, dataset: Dataset, chosen: dict[str, Any] | None, keep_first: bool) -> Dataset:
+def dataset_mapping_confirm(
+    *, dataset: Dataset, chosen: dict[str, Any] | None, keep_first: bool, derive_questions: bool = False
+) -> Dataset:
     """Review -> Extracting with the user's choice; the job creates the cases with it.
 
     Refuses a file over the case limit unless the user chose to keep the first cases.
+    derive_questions: a model writes the user's message for steps that quote none (derive.py).
     """
     if dataset.status != Dataset.Status.REVIEW:
         raise ValidationError("This upload is not waiting for a mapping any more.")
@@ -210,7 +222,7 @@ def dataset_mapping_confirm(*, dataset: Dataset, chosen: dict[str, Any] | None, 
         raise ValidationError(
             f"The file has {total} test cases and at most {limit} can be kept: keep the first {limit}, or cancel."
         )
-    state.update(chosen=clean, keep_first=keep_first, problem="")
+    state.update(chosen=clean, keep_first=keep_first, problem="", derive_questions=derive_questions)
     with transaction.atomic():
         updated = Dataset.objects.filter(pk=dataset.pk, status=Dataset.Status.REVIEW).update(
             status=Dataset.Status.EXTRACTING,

@@ -23,7 +23,8 @@ MAX_SPAN_CHARS = 2_000
 _LEAD = r"^\s*(?:#{1,6}\s*)?(?:[-*•]\s*)?(?:\*\*)?"
 _COLON = r"\s*#?\d{0,4}\s*(?:\*\*)?\s*:(?:\*\*)?\s*(?P<rest>.*)$"
 _QUESTION_LABEL = re.compile(
-    _LEAD + r"(?:q|question|prompt|input|query|scenario|user (?:question|input|message|prompt)|"
+    _LEAD + r"(?:q|question|prompt|input|query|(?P<weak>scenario)|utterance|"
+    r"(?:user|customer|caller) (?:question|input|message|prompt|says|asks|utterance)|"
     r"test (?:question|input|prompt))" + _COLON,
     re.IGNORECASE,
 )
@@ -63,6 +64,7 @@ class _Block:
     page: int | None
     line: int  # 1-based line of the text the block starts on
     case_id: str = ""
+    question_weak: bool = False  # the question label describes the case ("Scenario:") rather than quotes the user
     fields: dict[str, list[str]] = dataclass_field(default_factory=dict)
     lines: list[str] = dataclass_field(default_factory=list)
     line_numbers: list[tuple[int | None, int]] = dataclass_field(default_factory=list)
@@ -94,9 +96,16 @@ def labelled_cases(
             if id_match:
                 pending_id, current, target = (id_match["id"][:100], page, number, stripped), None, ""
                 continue
-            if match := _QUESTION_LABEL.match(line):
+            match = _QUESTION_LABEL.match(line)
+            if match and current is not None and _says_after_scenario(current, match):
+                # "Scenario: ..." then "User says: ...": what the user says is the question.
+                current.fields["scenario"] = current.fields.pop("question")
+                target = "question"
+                current.add(target, match["rest"])
+            elif match:
                 start_page, start_line = (pending_id[1], pending_id[2]) if pending_id else (page, number)
                 current = _Block(page=start_page, line=start_line, case_id=pending_id[0] if pending_id else "")
+                current.question_weak = bool(match["weak"])
                 if pending_id:
                     current.lines.append(pending_id[3])
                 pending_id = None
@@ -123,6 +132,16 @@ def labelled_cases(
     if len(found) < MIN_LABELLED_QUESTIONS:
         return [], pages
     return [_block_case(block, unit, pages) for block in found], _leftover(pages, found)
+
+
+def _says_after_scenario(block: _Block, match: re.Match[str]) -> bool:
+    """A question label naming the user's message inside a block opened by "Scenario:"."""
+    return (
+        not match["weak"]
+        and block.question_weak
+        and "scenario" not in block.fields
+        and not set(block.fields) - {"question", "document_context", "tags"}
+    )
 
 
 def _field_label(line: str) -> tuple[str, str] | None:
@@ -167,6 +186,7 @@ def _block_case(block: _Block, unit: str, pages: list[tuple[int | None, str]]) -
         "document_context": fields.get("document_context", ""),
         "judge_guideline": fields.get("judge_guideline", ""),
         "tags": tags,
+        "metadata": {"Scenario": fields["scenario"]} if fields.get("scenario") else {},
         "location": location,
         "span": "\n".join(line for line in block.lines if line)[:MAX_SPAN_CHARS],
     }

@@ -1,6 +1,8 @@
 """One reader per file type: tables with row numbers, prose with page numbers, and plain text.
 
-Runs inside the sandboxed child (child.py), never in the web or worker process.
+Runs inside the sandboxed child (child.py), never in the web or worker process; the one
+exception is the CSV reader (plain Python csv), which also reads an Evalsite-columns CSV
+in the web process (datasets.csv_import), so every CSV is read by the same code.
 Memory stays bounded by the file: XLSX sheets are streamed row by row and only
 cells that hold a value are kept (a stray cell at XFD1048576 costs one entry,
 not a million padded rows).
@@ -190,24 +192,34 @@ def _xls_cell_text(cell: object, datemode: int) -> str:
 
 
 def read_csv(path: str) -> Parsed:
-    text, warnings, bad_lines = _read_text(path)
+    with open(path, "rb") as handle:
+        text, warnings, bad_lines = decode_text(handle.read())
+    table = csv_table(text, warnings, bad_lines)
+    return Parsed(tables=[table], text=text[:MAX_TEXT_CHARS], warnings=warnings)
+
+
+def csv_table(text: str, warnings: list[dict[str, str]], bad_lines: list[int], *, by_record: bool = False) -> Table:
+    """The CSV's rows as one table, numbered by the file's line (by_record: by the record, as a
+    spreadsheet shows a row with multi-line cells), with what looks wrong added to `warnings`.
+    Also the reader of an Evalsite-columns CSV (datasets.csv_import), outside the sandbox."""
     table = Table(label="")
     csv.field_size_limit(MAX_CSV_FIELD_CHARS)
-    delimiter = _delimiter(text[:65_536])
-    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    delimiter = csv_delimiter(text[:65_536])
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     previous_line = 0
     header_width = 0
     try:
-        for record in reader:
+        for record_number, record in enumerate(reader, start=1):
             first_line, last_line = previous_line + 1, reader.line_num
             previous_line = last_line
             values = {index + 1: value for index, value in enumerate(record) if value.strip()}
             if not values:
                 continue
+            number = record_number if by_record else last_line
             header_width = header_width or len(record)
-            table.rows.append((last_line, values))
-            table.widths[last_line] = len(record)
-            notes = table.notes.setdefault(last_line, [])
+            table.rows.append((number, values))
+            table.widths[number] = len(record)
+            notes = table.notes.setdefault(number, [])
             if any(first_line <= line <= last_line for line in bad_lines):
                 notes.append("This row had bytes that are not valid in the file's encoding (see the file warnings).")
             swallowed = _swallowed_lines(record, delimiter, header_width)
@@ -224,13 +236,17 @@ def read_csv(path: str) -> Parsed:
         raise ExtractionFailed(
             f"The CSV file is malformed near line {reader.line_num}: fix it and upload again."
         ) from exc
+    _unclosed_quote(text, table, warnings)
+    return table
+
+
+def _unclosed_quote(text: str, table: Table, warnings: list[dict[str, str]]) -> None:
     if text.count('"') % 2 and table.rows and not any("closing quote" in w["message"] for w in warnings):
         # An odd number of quotes: the last quoted cell never closed and ran to the end of the file.
         last = table.rows[-1][0]
         message = "A quote is never closed: the last row's quoted cell ran to the end of the file."
         table.notes.setdefault(last, []).append(message)
         warnings.append({"where": f"row {last}", "message": message})
-    return Parsed(tables=[table], text=text[:MAX_TEXT_CHARS], warnings=warnings)
 
 
 def _swallowed_lines(record: list[str], delimiter: str, width: int) -> int:
@@ -244,7 +260,7 @@ def _swallowed_lines(record: list[str], delimiter: str, width: int) -> int:
     return count
 
 
-def _delimiter(sample: str) -> str:
+def csv_delimiter(sample: str) -> str:
     """The delimiter that splits the first lines into the same number (>1) of fields most often.
 
     csv.Sniffer guesses wrong on short files with quoted fields; this plain vote does not.
@@ -287,9 +303,12 @@ _TABLE_DELIMITER = re.compile(r"^\s*\|?\s*:?-{1,}:?\s*(\|\s*:?-{1,}:?\s*)*\|?\s*
 
 
 def _read_text(path: str) -> tuple[str, list[dict[str, str]], list[int]]:
-    """The file's text, what was changed to read it, and the lines with invalid bytes."""
     with open(path, "rb") as handle:
-        raw = handle.read()
+        return decode_text(handle.read())
+
+
+def decode_text(raw: bytes) -> tuple[str, list[dict[str, str]], list[int]]:
+    """The file's text, what was changed to read it, and the lines with invalid bytes."""
     warnings: list[dict[str, str]] = []
     nuls = raw.count(b"\x00")
     if nuls:

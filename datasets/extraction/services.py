@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from agents.models import Agent
 from datasets.documents import document_file_delete, document_store, upload_validate
 from datasets.extraction import sandbox
 from datasets.extraction.dedupe import NearDuplicates
+from datasets.extraction.derive import questions_derive
 from datasets.extraction.errors import ExtractionFailed, FileRejected
 from datasets.extraction.llm_cases import extract_with_model
 from datasets.extraction.prose import squash
@@ -38,6 +40,10 @@ from evalsite import llm
 logger = logging.getLogger(__name__)
 
 SPREADSHEETS = ("xlsx", "xls", "csv")
+# Documents whose prose only a model can turn into cases (when they hold no table or labelled block).
+PROSE_TYPES = ("pdf", "docx", "md")
+# The code of the upload error that a model would fix: the page links to how to connect one.
+NEEDS_MODEL = "needs_model"
 # Words of prose left beside a document's tables and labelled cases before the model is
 # asked for the rules it states (a test plan's title block and intro stay below it).
 MIN_PROSE_WORDS_FOR_MODEL = 60
@@ -49,6 +55,8 @@ class Extraction:
     notice: str
     text: str
     warnings: list[dict[str, str]] = field(default_factory=list)
+    # Cases the model wrote and that were dropped: warnings naming the model, never the file.
+    model_warnings: list[dict[str, str]] = field(default_factory=list)
     # Set when the user must confirm the mapping (or the case limit) before cases are created.
     review: dict[str, Any] | None = None
 
@@ -69,11 +77,45 @@ def dataset_upload_create(
     the expected answers).
     """
     validated = validated or upload_validate(upload)
+    if validated.file_type in PROSE_TYPES and not llm.is_configured("llm"):
+        _refuse_prose_without_model(upload, validated)
     with upload_dataset_stored(
         agent=agent, user=user, name=name, upload=upload, validated=validated, agent_reads_source=agent_reads_source
     ) as (dataset, _document):
         job_enqueue(EXTRACT, dataset.pk)
     return dataset
+
+
+def _refuse_prose_without_model(upload: UploadedFile, validated: ValidatedFile) -> None:
+    """A document only a model could read, with no model connected: refused before any dataset
+    exists (it would only end Failed). Reads the file in the sandbox, as the job would."""
+    with tempfile.NamedTemporaryFile(suffix=f".{validated.file_type}") as handle:
+        for chunk in upload.chunks():
+            handle.write(chunk)
+        handle.flush()
+        upload.seek(0)
+        try:
+            answer = parse_path(handle.name, validated.file_type, chosen=None)
+        except ExtractionFailed:
+            return  # a damaged file: the job says why, as for any other upload
+    if answer["cases"]:
+        return
+    if answer.get("header_only"):
+        headers = answer["header_only"][0][:200]
+        raise ValidationError(
+            {"file": f"The file has its header row ({headers}) but no rows under it: add a row per test case."}
+        )
+    raise ValidationError(
+        {
+            "file": ValidationError(
+                f"“{validated.original_name}” has no table with a question column and no labelled test cases "
+                "(lines such as “Question:” and “Expected answer:”), so only a model could read test cases from "
+                "its text, and no model is connected. Connect a model, or upload a test plan with a table or "
+                "labelled questions.",
+                code=NEEDS_MODEL,
+            )
+        }
+    )
 
 
 @contextmanager
@@ -188,17 +230,22 @@ def extraction_from_answer(
             }
             return Extraction(cases=[], notice="", text=answer["text"], review=review)
         notice = ""
+        model_warnings: list[dict[str, str]] = []
         if over:
             notice = (
                 f"The document has {total} test cases; the limit is {limit} per document, "
                 f"so the first {limit} were kept."
             )
         elif _has_rules_left(file_type, pages):
-            cases, notice = _with_prose_cases(trace, cases, pages, limit, file_type, answer["text"])
-        return Extraction(cases=cases, notice=notice, text=answer["text"], warnings=answer["warnings"])
+            cases, notice, model_warnings = _with_prose_cases(trace, cases, pages, limit, file_type, answer["text"])
+        if state.get("derive_questions") and llm.is_configured("llm"):
+            questions_derive(cases, trace=trace)
+        return Extraction(
+            cases=cases, notice=notice, text=answer["text"], warnings=answer["warnings"], model_warnings=model_warnings
+        )
     if not pages:
         raise ExtractionFailed(_nothing_found(file_type, answer, has_text=False))
-    if file_type in SPREADSHEETS and not llm.is_configured("llm"):
+    if (file_type in SPREADSHEETS or answer.get("header_only")) and not llm.is_configured("llm"):
         # A sheet without a question column: say that, not "a model is needed".
         raise ExtractionFailed(_nothing_found(file_type, answer, has_text=True))
     found = extract_with_model(pages, max_cases=limit, trace={"dataset": trace})
@@ -209,7 +256,13 @@ def extraction_from_answer(
     notice = ""
     if found.more_than_limit:
         notice = f"The document describes more than {limit} test cases; the first {limit} were kept."
-    return Extraction(cases=found.cases, notice=notice, text=answer["text"], warnings=answer["warnings"])
+    return Extraction(
+        cases=found.cases,
+        notice=notice,
+        text=answer["text"],
+        warnings=answer["warnings"],
+        model_warnings=found.warnings(),
+    )
 
 
 def _has_rules_left(file_type: str, pages: list[tuple[int | None, str]]) -> bool:
@@ -227,16 +280,17 @@ def _with_prose_cases(
     limit: int,
     document_type: str,
     text: str,
-) -> tuple[list[dict[str, Any]], str]:
-    """(cases, notice): the cases read without a model, then those the model finds in the
-    prose around them. A model failure keeps the first ones and says so."""
+) -> tuple[list[dict[str, Any]], str, list[dict[str, str]]]:
+    """(cases, notice, model warnings): the cases read without a model, then those the model
+    finds in the prose around them. A model failure keeps the first ones and says so."""
     try:
         found = extract_with_model(pages, max_cases=limit, trace={"dataset": trace})
     except ExtractionFailed as exc:
-        return cases, (
+        notice = (
             f"The {len(cases)} test cases in the document's tables and labelled blocks were kept, but the "
             f"rules in its other text were not read: {exc.reason}"
         )
+        return cases, notice, []
     seen = NearDuplicates()
     for case in cases:
         seen.is_new(case["question"])
@@ -245,11 +299,12 @@ def _with_prose_cases(
         _locate_lines(extra, text)
     total = len(cases) + len(extra)
     if total > limit:
-        return (cases + extra)[:limit], (
+        notice = (
             f"The document has {total} test cases (tables, labelled blocks and rules in its text); the limit is "
             f"{limit} per document, so the first {limit} were kept."
         )
-    return cases + extra, ""
+        return (cases + extra)[:limit], notice, found.warnings()
+    return cases + extra, "", found.warnings()
 
 
 def _locate_lines(cases: list[dict[str, Any]], text: str) -> None:
@@ -285,6 +340,11 @@ def _recheck(document: Document) -> None:
 def _nothing_found(file_type: str, answer: dict[str, Any], *, has_text: bool) -> str:
     if not has_text:
         return "No test cases found: the document has no text."
+    if answer.get("header_only"):
+        return (
+            f"No test cases found: the file has its header row ({answer['header_only'][0][:200]}) but no rows "
+            "under it. Add a row per test case and upload the file again."
+        )
     if file_type in SPREADSHEETS and answer["header_found"]:
         return "No test cases found: the question column is empty. Fill it in and upload the file again."
     if file_type in SPREADSHEETS:
@@ -320,7 +380,10 @@ def _save(*, dataset_id: int, document: Document, extraction: Extraction) -> Non
             dataset.save(update_fields=["status", "failure_reason", "updated_at"])
             return
         dataset.status, dataset.notice, dataset.failure_reason = Dataset.Status.READY, extraction.notice, ""
-        dataset.warnings = file_warnings(extraction.warnings, document.original_name)
+        dataset.warnings = [
+            *file_warnings(extraction.warnings, document.original_name),
+            *extraction.model_warnings,
+        ]
         dataset.save(update_fields=["status", "notice", "failure_reason", "warnings", "updated_at"])
 
 
@@ -359,9 +422,16 @@ def case_rows(
                 "documents": [document] if attach and document is not None else [],
                 "metadata": case.get("metadata", {}),
                 "import_warnings": case.get("warnings", []),
+                "extra": _derived(case),
             }
         )
     return rows
+
+
+def _derived(case: dict[str, Any]) -> dict[str, str]:
+    """A question read from another column's steps: the column, and "model" when a model wrote it."""
+    keys = ("question_from", "question_written_by")
+    return {key: case[key] for key in keys if case.get(key)}
 
 
 def _unique_id(case_id: str, used: set[str]) -> str:

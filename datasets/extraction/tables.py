@@ -11,7 +11,10 @@ column) that the user confirms or changes before any case is created
 (mapping.py); each later row with a question becomes a case, and a row that
 repeats the header starts a new table within the same sheet.
 
-Columns mapped to no field are kept on the case as metadata ({header: text}).
+A column whose cells are steps quoting the user's message ("2. Ask: '...'") feeds the
+question with that message ("quoted_question", steps.py) and is kept whole as metadata.
+Several columns mapped to one text field are joined, each under its header. Columns
+mapped to no field are kept on the case as metadata ({header: text}).
 Everything doubtful about a row (a cell cut, an empty expected answer, a merged
 value copied, a formula without a value) becomes a warning on that case.
 """
@@ -21,6 +24,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from datasets.extraction.headers import LOOKUP, header_field, is_header, normalise_header, question_strength
+from datasets.extraction.steps import holds_messages, user_message
 
 HEADER_SEARCH_ROWS = 30
 # The database keeps any text field up to this (datasets.fields.MAX_TEXT_CHARS; the sandboxed
@@ -35,9 +41,22 @@ PREVIEW_CELL_CHARS = 160
 CONTENT_SAMPLE_ROWS = 60
 
 # The fields a column can feed; "metadata" keeps the text on the case, "ignore" drops it.
-FIELDS = ("question", "expected_answer", "document_context", "tags", "case_id", "judge_guideline", "metadata", "ignore")
+# "quoted_question": the user's message quoted in the cell's steps is the question, and
+# the whole cell is kept as metadata (steps.py).
+FIELDS = (
+    "question",
+    "quoted_question",
+    "expected_answer",
+    "document_context",
+    "tags",
+    "case_id",
+    "judge_guideline",
+    "metadata",
+    "ignore",
+)
 FIELD_LABELS = {
     "question": "Question",
+    "quoted_question": "Quoted question",
     "expected_answer": "Expected answer",
     "document_context": "Context",
     "tags": "Tags",
@@ -46,106 +65,10 @@ FIELD_LABELS = {
     "metadata": "Keep as metadata",
     "ignore": "Ignore",
 }
+QUESTION_FIELDS = ("question", "quoted_question")
 _SINGLE_FIELDS = ("question", "expected_answer", "document_context", "case_id", "judge_guideline")
+SAMPLE_CELL_CHARS = 2_000
 
-# Normalised header text -> (case field, strength). Normalising lower-cases, drops
-# punctuation and parentheses, and collapses spaces, so "Expected Answer:" and
-# "expected_answer" match. Strength ranks columns that could feed the same field:
-# "Question" (3) beats "Scenario" (1) wherever the two stand.
-_STRONG_QUESTION = {
-    "question",
-    "questions",
-    "prompt",
-    "prompts",
-    "input",
-    "inputs",
-    "query",
-    "queries",
-    "user question",
-    "user input",
-    "user message",
-    "user prompt",
-    "user query",
-    "user utterance",
-    "test question",
-    "test input",
-    "test prompt",
-    "utterance",
-    "customer question",
-    "customer message",
-    "message",
-    "request",
-    "ask",
-}
-_WEAK_QUESTION = {
-    "scenario",
-    "scenarios",
-    "test case",
-    "test cases",
-    "test scenario",
-    "title",
-    "test title",
-    "case",
-    "steps",
-    "test steps",
-}
-_STRONG_EXPECTED = {
-    "expected answer",
-    "expected answers",
-    "expected output",
-    "expected outputs",
-    "expected response",
-    "expected result",
-    "expected results",
-    "expected",
-    "ideal answer",
-    "ideal response",
-    "ideal output",
-    "reference answer",
-    "ground truth",
-    "gold answer",
-    "correct answer",
-    "target answer",
-    "expected behaviour",
-    "expected behavior",
-}
-_WEAK_EXPECTED = {"answer", "answers", "reference", "target", "response", "output"}
-SYNONYMS: dict[str, dict[str, int]] = {
-    "question": {**{s: 1 for s in _WEAK_QUESTION}, **{s: 3 for s in _STRONG_QUESTION}, "q": 2},
-    "expected_answer": {**{s: 2 for s in _WEAK_EXPECTED}, **{s: 3 for s in _STRONG_EXPECTED}, "a": 1},
-    "case_id": {
-        s: 3 for s in ("id", "case id", "test id", "test case id", "tc id", "tc", "no", "number", "nr", "key", "ref")
-    },
-    "document_context": {
-        s: 3
-        for s in (
-            "context",
-            "document context",
-            "retrieval context",
-            "supporting text",
-            "source text",
-            "knowledge",
-            "background",
-        )
-    },
-    "tags": {s: 3 for s in ("tags", "tag", "labels", "label", "category", "categories", "topic", "area")},
-    "judge_guideline": {
-        s: 3
-        for s in (
-            "guideline",
-            "guidelines",
-            "judge guideline",
-            "grading notes",
-            "grading guideline",
-            "evaluation notes",
-            "rubric",
-            "criteria",
-            "notes for judge",
-        )
-    },
-}
-_LOOKUP = {synonym: (name, strength) for name, synonyms in SYNONYMS.items() for synonym, strength in synonyms.items()}
-_QUESTION_WORDS = {"question", "prompt", "input", "query", "utterance"}
 _REQUEST_START = re.compile(
     r"^(how|what|when|where|why|who|which|can|could|would|will|is|are|do|does|did|should|may|please|i |i'm|"
     r"my |we |tell|show|give|list|explain|help|find|create|cancel|reset|book|send|write|summari[sz]e)",
@@ -158,7 +81,9 @@ _NOT_CASES = re.compile(
     r"legend|readme|read me|about|abbreviations|terms"
 )
 _TOOL_HEADERS = ({"tool", "tool name", "function", "function name"}, {"parameters", "arguments", "args", "schema"})
-_FORMULA_AFTER_SPACE = re.compile(r"^[ \t]+[=+\-@]")
+_FORMULA_AFTER_SPACE = re.compile(r"^ [ \t]*[=+\-@]")
+# A tab before a formula sign is how a spreadsheet user keeps a cell from running: kept as typed.
+_TAB_GUARD = re.compile(r"^\t+[=+\-@]")
 
 
 @dataclass
@@ -194,51 +119,17 @@ class Plan:
     columns: dict[int, str]  # column -> field (FIELDS)
     headers: dict[int, str]
     skipped: str = ""  # why the table holds no cases, "" when it does
+    dropped: list[int] = field(default_factory=list)  # rows with cells but no question (table_cases)
 
     @property
     def question_column(self) -> int | None:
-        return next((column for column, name in self.columns.items() if name == "question"), None)
-
-
-def normalise_header(text: str) -> str:
-    text = re.sub(r"\(.*?\)|\[.*?\]", " ", text.lower())
-    text = re.sub(r"[^a-z0-9]+", " ", text)
-    return " ".join(text.split())
-
-
-def header_field(text: str) -> tuple[str, int] | None:
-    """The case field a header cell names and how strongly, or None."""
-    key = normalise_header(text)
-    if not key or len(key) > 60:
-        return None
-    if key in _LOOKUP:
-        return _LOOKUP[key]
-    words = set(key.split())
-    # Longer headers ("Expected answer from the bot", "Customer prompt text"), but not
-    # sentences that happen to contain a header word ("Question 3: how do I ...").
-    if len(key.split()) > 5 or any(ch.isdigit() for ch in key):
-        return None
-    if "expected" in words or "ideal" in words:
-        return ("expected_answer", 2)
-    if words & _QUESTION_WORDS:
-        return ("question", 2)
-    return None
-
-
-def _is_header(cells: dict[int, str]) -> bool:
-    """A row is a header when it names a question column ("Q" only together with an answer column)."""
-    hits = {column: header_field(text) for column, text in cells.items()}
-    names = {hit[0] for hit in hits.values() if hit}
-    if "question" not in names:
-        return False
-    only_q = all(normalise_header(cells[c]) == "q" for c, hit in hits.items() if hit and hit[0] == "question")
-    return not only_q or "expected_answer" in names
+        return next((column for column, name in self.columns.items() if name in QUESTION_FIELDS), None)
 
 
 def _header_index(table: Table) -> int | None:
     """The header row: the first that names two or more fields, else the first that names a
     question strongly, else the first that names one at all (a lone "Title" is a title)."""
-    candidates = [i for i, (_, cells) in enumerate(table.rows[:HEADER_SEARCH_ROWS]) if _is_header(cells)]
+    candidates = [i for i, (_, cells) in enumerate(table.rows[:HEADER_SEARCH_ROWS]) if is_header(cells)]
     hits = {i: [hit for hit in map(header_field, table.rows[i][1].values()) if hit] for i in candidates}
     for good in (
         lambda i: len(hits[i]) >= 2,
@@ -258,8 +149,8 @@ def split_tables(table: Table) -> list[Table]:
     starts = [first]
     for index in range(first + 1, len(table.rows)):
         cells = table.rows[index][1]
-        exact = [normalise_header(text) in _LOOKUP for text in cells.values()]
-        if _is_header(cells) and all(exact) and (len(exact) >= 2 or _header_strength(cells) >= 2):
+        exact = [normalise_header(text) in LOOKUP for text in cells.values()]
+        if is_header(cells) and all(exact) and (len(exact) >= 2 or question_strength(cells) >= 2):
             starts.append(index)
     if len(starts) == 1:
         return [table]
@@ -271,10 +162,6 @@ def split_tables(table: Table) -> list[Table]:
         part.widths, part.notes = table.widths, table.notes
         parts.append(part)
     return parts
-
-
-def _header_strength(cells: dict[int, str]) -> int:
-    return max((hit[1] for hit in map(header_field, cells.values()) if hit and hit[0] == "question"), default=0)
 
 
 def plan_table(table: Table) -> Plan:
@@ -300,14 +187,35 @@ def plan_table(table: Table) -> Plan:
             for _, column in ranked[1:]:
                 columns[-column] = "tags"
     plan = Plan(header_index=header_index, columns=columns, headers=headers)
+    _quote_steps(plan, data)
     keys = {normalise_header(text) for text in headers.values()}
     kind = _NOT_CASES.fullmatch(normalise_header(table.label))
     if kind or all(keys & names for names in _TOOL_HEADERS):
         what = f"a {kind.group(0)} sheet" if kind else "a table of tools and their parameters"
         plan.skipped = f"It looks like {what}, not test cases. Tick the box to use it anyway."
+    elif not data:
+        plan.skipped = "The table has its header row but no rows under it."
     elif not any(row.get(plan.question_column or 0, "").strip() for row in data):
         plan.skipped = f"The “{headers[plan.question_column or 0]}” column is empty."
     return plan
+
+
+def _quote_steps(plan: Plan, data: list[dict[int, str]]) -> None:
+    """Steps that quote the user's message ("2. Ask: '...'") give the question: the quoted
+    message, unless a column named for what the user says holds plain messages already."""
+    question = plan.question_column
+    if question is None:
+        return
+    if holds_messages([row.get(question, "") for row in data]):
+        plan.columns[question] = "quoted_question"
+        return
+    hit = header_field(plan.headers[question])
+    if hit and hit[1] >= 3:
+        return
+    for column in sorted(plan.headers):
+        if plan.columns[column] == "metadata" and holds_messages([row.get(column, "") for row in data]):
+            plan.columns[question], plan.columns[column] = "metadata", "quoted_question"
+            return
 
 
 def _unmapped_plan(table: Table) -> Plan:
@@ -356,6 +264,7 @@ def table_cases(table: Table, plan: Plan) -> list[dict[str, Any]]:
             continue  # the header again: a second table in the same sheet
         case = _row_case(table, row_number, cells, plan)
         if case is None:
+            plan.dropped.append(row_number)
             continue
         case["warnings"].extend(table.notes.get(row_number, []))
         width = table.widths.get(row_number)
@@ -376,47 +285,75 @@ def _row_case(table: Table, row_number: int, cells: dict[int, str], plan: Plan) 
     warnings: list[str] = []
     case: dict[str, Any] = {field: "" for field in _SINGLE_FIELDS}
     case.update(tags=[], metadata={}, span="", location=table.location(row_number), warnings=warnings)
+    parts: dict[str, list[tuple[str, str]]] = {}  # field -> (header, text) of each column feeding it
     for column, name in plan.columns.items():
         raw = cells.get(column, "")
         header = plan.headers.get(column, f"column {column}")
         if name == "ignore":
             continue
-        if (row_number, column) in table.formulas_without_value and name != "metadata":
-            warnings.append(
-                f"The “{header}” cell is a formula with no saved value, so it was read as empty. Open the file "
-                "in Excel or LibreOffice, save it, and upload it again."
-            )
+        _cell_warnings(table, (row_number, column), raw, header, name, warnings)
         if not raw.strip():
             continue
-        if name != "metadata" and _FORMULA_AFTER_SPACE.match(raw):
-            warnings.append(
-                f"The “{header}” cell starts with a space or tab before “{raw.lstrip()[0]}”; the space was removed. "
-                "Exports prefix such cells with ' so spreadsheets do not run them as formulas."
-            )
-        if (row_number, column) in table.spread and name != "metadata":
-            warnings.append(
-                f"The “{header}” value comes from the merged cells {table.spread[(row_number, column)]}: "
-                "it was copied to every row of the range."
-            )
-        text = raw.strip()
+        text = raw.rstrip() if _TAB_GUARD.match(raw) else raw.strip()
         if name == "metadata":
             case["metadata"][header[:100]] = text[:MAX_METADATA_CHARS]
         elif name == "tags":
             case["tags"].extend(_tags(text, header, warnings))
+        elif name == "quoted_question":
+            _quoted_question(case, header, text, warnings)
         else:
-            limit = MAX_CASE_ID_CHARS if name == "case_id" else MAX_TEXT_CHARS
-            if len(text) > limit:
-                warnings.append(
-                    f"The “{header}” cell has {len(text):,} characters; only the first {limit:,} were kept."
-                )
-                text = text[:limit]
-            case[name] = text
+            parts.setdefault(name, []).append((header, text))
+    for name, found in parts.items():
+        text = found[0][1] if len(found) == 1 else "\n".join(f"{header}: {text}" for header, text in found)
+        limit = MAX_CASE_ID_CHARS if name == "case_id" else MAX_TEXT_CHARS
+        if len(text) > limit:
+            where = " + ".join(f"“{header}”" for header, _ in found) + (" cell" if len(found) == 1 else " cells")
+            warnings.append(f"The {where} has {len(text):,} characters; only the first {limit:,} were kept.")
+            text = text[:limit]
+        case[name] = text
     if len(case["tags"]) > MAX_TAGS:
         warnings.append(f"The row has {len(case['tags'])} tags; only the first {MAX_TAGS} were kept.")
         case["tags"] = case["tags"][:MAX_TAGS]
     if not case["expected_answer"]:
         warnings.append("No expected answer: the judge scores this case without a reference answer.")
     return case
+
+
+def _cell_warnings(table: Table, place: tuple[int, int], raw: str, header: str, name: str, warnings: list[str]) -> None:
+    if name == "metadata":
+        return
+    if place in table.formulas_without_value:
+        warnings.append(
+            f"The “{header}” cell is a formula with no saved value, so it was read as empty. Open the file "
+            "in Excel or LibreOffice, save it, and upload it again."
+        )
+    if not raw.strip():
+        return
+    if _FORMULA_AFTER_SPACE.match(raw):
+        warnings.append(
+            f"The “{header}” cell starts with a space before “{raw.lstrip()[0]}”; the space was removed. "
+            "Exports prefix such cells with ' so spreadsheets do not run them as formulas."
+        )
+    if place in table.spread:
+        warnings.append(
+            f"The “{header}” value comes from the merged cells {table.spread[place]}: "
+            "it was copied to every row of the range."
+        )
+
+
+def _quoted_question(case: dict[str, Any], header: str, text: str, warnings: list[str]) -> None:
+    """The quoted user message is the question; the whole steps text stays on the case as metadata."""
+    case["metadata"][header[:100]] = text[:MAX_METADATA_CHARS]
+    message, count = user_message(text)
+    if message:
+        case["question"], case["question_from"] = message, header[:100]
+        return
+    case["question"], case["unquoted_from"] = text[:MAX_TEXT_CHARS], header[:100]  # derive.py may write it
+    found = "quotes no user message" if not count else f"quotes {count} user messages"
+    warnings.append(
+        f"The “{header}” cell {found}, so its whole text is the question: edit the question, "
+        "or map another column to it."
+    )
 
 
 def _tags(text: str, header: str, warnings: list[str]) -> list[str]:
@@ -459,10 +396,33 @@ def describe(table: Table, plan: Plan, key: str, case_count: int) -> dict[str, A
             for column in columns
         ],
         "preview": preview,
+        # The first rows in full (cut long), so the mapping step can show what they become
+        # under any mapping the user picks without reading the file again (result_preview).
+        "sample_rows": [
+            {"row": number, "cells": {str(column): text[:SAMPLE_CELL_CHARS] for column, text in cells.items()}}
+            for number, cells in rows[:PREVIEW_ROWS]
+        ],
         "rows": len(rows),
         "cases": case_count,
         "skipped": plan.skipped or ("" if case_count else "No row under the header has a question."),
     }
+
+
+def result_preview(described: dict[str, Any], columns: dict[str, str]) -> list[dict[str, Any]]:
+    """The cases the first rows of a described table become under `columns` ({"4": "question"}):
+    the same row reading as the import, on the rows `describe` kept."""
+    headers = {int(c["index"]): c["header"] for c in described["columns"]}
+    plan = Plan(header_index=0, columns={int(k): v for k, v in columns.items() if int(k) in headers}, headers=headers)
+    if plan.question_column is None:
+        return []
+    table = Table(label=described["label"], unit=described["unit"])
+    found = []
+    for sample in described.get("sample_rows", []):
+        cells = {int(column): text for column, text in sample["cells"].items()}
+        case = _row_case(table, sample["row"], cells, plan)
+        if case is not None:
+            found.append({**case, "row": sample["row"], "question_from": case.get("question_from", "")})
+    return found
 
 
 def _preview_cell(text: str) -> str:

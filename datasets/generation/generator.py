@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.models import Agent, AgentVersion
+from datasets.generation.checks import case_problem, schema_words, shown
 from datasets.generation.parsing import GeneratedCase, Rule, is_near_duplicate, parse_case, parse_scenario
 from evalsite import llm
 
@@ -50,6 +51,13 @@ class Generation:
     agent_version: int | None = None  # the version whose configuration the cases were written from
     requests: int = 0
     dropped: Counter[str] = field(default_factory=Counter)  # reason -> count, for the log and the failure text
+    # (kind, why) for each case the model wrote and generation did not keep: the dataset's warnings.
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def warnings(self) -> list[str]:
+        return [f"A case was rejected: {why}." for _kind, why in self.rejected]
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
@@ -360,6 +368,7 @@ def _usable_cases(
 ) -> list[GeneratedCase]:
     """Valid cases that duplicate neither a kept (or existing) case nor each other, in the model's order."""
     usable: list[GeneratedCase] = []
+    own_words = [SYSTEM_PROMPT, SCENARIO_PROMPT, *schema_words(SCENARIO_CASES_SCHEMA)]
     for raw in raw_cases:
         case, problem = parse_case(raw, rules)
         if case is not None and scenarios:
@@ -367,11 +376,25 @@ def _usable_cases(
             case, problem = (case, "") if case.scenario else (None, "no usable scenario")
         if case is None:
             result.dropped[problem] += 1
+            result.rejected.append((problem, f"{problem}{_named(raw)}"))
+        elif garbage := case_problem(case.question, case.expected_answer, own_words=own_words):
+            result.dropped["garbage"] += 1
+            result.rejected.append(("garbage", garbage))
         elif any(is_near_duplicate(case, other) for other in [*existing, *result.cases, *usable]):
             result.dropped["duplicate"] += 1
+            result.rejected.append(("duplicate", f"the question {shown(case.question)} repeats an earlier one"))
         else:
             usable.append(case)
     return usable
+
+
+def _named(raw: Any) -> str:
+    """The first words of a dropped case, so the warning says which one it was."""
+    if isinstance(raw, dict):
+        for key in ("question", "expected_answer"):
+            if isinstance(raw.get(key), str) and raw[key].strip():
+                return f" ({key.replace('_', ' ')} {shown(raw[key])})"
+    return ""
 
 
 def _balanced_pick(candidates: list[GeneratedCase], kept: list[GeneratedCase], wanted: int) -> list[GeneratedCase]:
@@ -406,7 +429,12 @@ def _shortfall_reason(result: Generation, count: int) -> str:
     why = []
     if result.dropped["duplicate"]:
         why.append(f"{result.dropped['duplicate']} repeated an earlier question")
-    unusable = sum(n for reason, n in result.dropped.items() if reason != "duplicate")
+    if result.dropped["garbage"]:
+        example = next(why for kind, why in result.rejected if kind == "garbage")
+        garbage = result.dropped["garbage"]
+        verb = "was not a real test case" if garbage == 1 else "were not real test cases"
+        why.append(f"{garbage} {verb}, e.g. {example}")
+    unusable = sum(n for reason, n in result.dropped.items() if reason not in ("duplicate", "garbage"))
     if unusable:
         why.append(f"{unusable} had no question, no expected answer, no usable scenario or an unusable document")
     dropped = f" ({'; '.join(why)})" if why else ""

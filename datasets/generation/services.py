@@ -34,6 +34,7 @@ logger = logging.getLogger(__name__)
 
 MIN_CASES = 1
 MAX_CASES = 50
+MAX_WARNINGS = 100
 KIND_QUESTIONS, KIND_SCENARIOS = "questions", "scenarios"
 KINDS = (
     (KIND_QUESTIONS, "Questions with expected answers"),
@@ -206,13 +207,21 @@ def _save_rows(dataset: Dataset, generation: Generation, documents: list[Documen
     )
     dataset.status = Dataset.Status.READY
     dataset.failure_reason = ""
+    # Rejected cases make the dataset "Ready with warnings", each naming the case and why.
+    dataset.warnings = [*dataset.warnings, *generation_warnings(generation)][:MAX_WARNINGS]
     more = dataset.generation.pop("more", None)
     if more is None:
         dataset.generation = {**dataset.generation, **_generation_record(generation)}
     else:  # the dataset's own generation record stays; the addition is listed after it
         added = {"count": len(generation.cases), "rules": [rule["id"] for rule in more.get("rules") or []]}
         dataset.generation["added"] = [*dataset.generation.get("added", []), added]
-    dataset.save(update_fields=["status", "failure_reason", "generation", "updated_at"])
+    dataset.save(update_fields=["status", "failure_reason", "generation", "warnings", "updated_at"])
+
+
+def generation_warnings(generation: Generation) -> list[dict[str, str]]:
+    """What the model wrote and was not kept, naming the model (the text is its, not the team's)."""
+    where = f"Written by the model {llm.model_for('llm') or ''}".rstrip()
+    return [{"where": where, "message": message} for message in generation.warnings]
 
 
 def _generation_record(generation: Generation) -> dict[str, Any]:

@@ -56,6 +56,7 @@ def test_dry_run_json_prints_mapping_warnings_and_cases_without_saving(tmp_path,
         "source": {"file": "plan.xlsx", "location": "Test plan row 5"},
         "attachments": [],
         "metadata": {"Scenario": "Refunds", "Priority": "High", "Notes": "policy 2"},
+        "question_from": "",
         "warnings": [],
     }
     assert not Dataset.objects.exists()

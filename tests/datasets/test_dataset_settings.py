@@ -96,3 +96,18 @@ def test_anonymous_user_is_sent_to_login(client, dataset):
 @pytest.mark.django_db
 def test_put_is_not_allowed(client_alice, dataset):
     assert client_alice.put(_url(dataset)).status_code == 405
+
+
+@pytest.mark.django_db
+def test_the_facts_do_not_promise_re_asks_the_offline_scorer_never_makes(client_alice, dataset, no_llm, settings):
+    """Issue 34, item 6: "re-ask x2" beside a judge that is the offline scorer."""
+    dataset.judge_resamples, dataset.alignment_examples = 2, 3
+    dataset.save()
+
+    offline = client_alice.get(_url(dataset), **HTMX).content.decode().split("</summary>")[0]
+    settings.EVALSITE_JUDGE_MODEL = "openai/gpt-4o-mini"
+    with_model = client_alice.get(_url(dataset), **HTMX).content.decode().split("</summary>")[0]
+
+    assert "re-ask" not in offline and "reviewer example" not in offline
+    assert "offline reference scorer" in offline
+    assert "judge asked 3 times near the pass line" in with_model and "3 reviewer examples" in with_model

@@ -22,7 +22,7 @@ def _warnings(dataset) -> list[str]:
 
 
 def _case(dataset, question_start: str):
-    return next(case for case in dataset.cases.all() if case.question.startswith(question_start))
+    return next(case for case in dataset.cases.all() if case.question.lstrip("\t").startswith(question_start))
 
 
 def test_a_100_kb_question_is_kept_whole_without_a_warning(agent):
@@ -112,8 +112,19 @@ def test_a_space_before_a_formula_character_is_flagged(agent):
     dataset = extract(agent, "formula.csv", data)
 
     case = _case(dataset, "=HYPERLINK")
-    assert "starts with a space or tab before “=”" in case.import_warnings[0]
-    assert any("formula.csv, row 2" in w and "space or tab" in w for w in _warnings(dataset))
+    assert "starts with a space before “=”" in case.import_warnings[0]
+    assert any("formula.csv, row 2" in w and "starts with a space" in w for w in _warnings(dataset))
+
+
+def test_a_tab_before_a_formula_character_is_kept_as_typed(agent):
+    """The tab is how a spreadsheet user keeps "=1+1" from running: it is what they typed."""
+    data = files.csv_bytes([["question", "expected"], ["\t=1+1", "2"], ["'=2+2", "4"], ["Fine?", "Yes"]])
+
+    dataset = extract(agent, "typed.csv", data)
+
+    assert _case(dataset, "=1+1").question == "\t=1+1"
+    assert _case(dataset, "'=2+2").question == "'=2+2"
+    assert not any("=" in w for w in _warnings(dataset))
 
 
 def test_a_formula_without_a_cached_value_is_flagged(agent):

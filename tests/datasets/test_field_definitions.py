@@ -4,6 +4,7 @@ form, the CSV export and import and the EvalSet extension all agree with it."""
 import pytest
 from django.db import connection
 
+from datasets.csv_import import CSV_COLUMNS
 from datasets.exporters import CSV_HEADER
 from datasets.fields import (
     CASE_EDITABLE_FIELDS,
@@ -13,12 +14,11 @@ from datasets.fields import (
     case_field_label,
 )
 from datasets.forms import CaseForm, DatasetSettingsForm
-from datasets.importers import CSV_COLUMNS
 from datasets.jobs import EXTRACT, GENERATE, job_enqueue
 from datasets.models import Dataset, TestCase
 
 # Columns of the row that are not case content: identity, order, relations, timestamps, and the
-# verdict flips that runs count onto the case (runs.services.stability), which no one edits or exports.
+# verdict flips that runs count onto the case (runs.comparing.flaky), which no one edits or exports.
 NOT_CASE_FIELDS = {"id", "dataset", "position", "documents", "source_document", "created_at", "updated_at"}
 NOT_CASE_FIELDS |= {"flips", "flip_chances"}
 

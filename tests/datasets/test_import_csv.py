@@ -131,7 +131,8 @@ def test_blank_lines_are_skipped_and_extra_cells_are_an_error(dataset):
             "The file needs a “question” (or “query”) column. The columns found are: answer, notes.",
         ),
         ("question\nCaf\xe9\n".encode("cp1252"), "The file is not UTF-8 text"),
-        (b"question\n", "The file has no test cases."),
+        (b"question\n", "The file has its header row (question) but no rows under it"),
+        (b"Question,Expected Answer\n", "The file has its header row (Question, Expected Answer) but no rows under it"),
         (b"query,question\na,b\n", "Row 1: the columns “query” and “question” both hold question; keep one."),
     ],
 )
@@ -196,3 +197,34 @@ def test_nul_bytes_short_rows_and_open_quotes_are_imported_with_warnings(dataset
     assert places[0].startswith("odd.csv, line 2: The file held 1 NUL bytes")
     assert any(p.startswith("odd.csv, row 3: The row has 1 fields") for p in places)
     assert "warnings: see the dataset page" in result.message
+
+
+# The CSV is read by the upload pipeline's reader (extraction.readers.csv_table): its checks
+# and its separators hold for an import too.
+
+
+@pytest.mark.django_db
+def test_a_quote_that_swallows_rows_names_the_lines_it_ran_over(dataset):
+    text = 'question,expected_answer\n"Open quote?,Yes\nSecond?,No\nThird?,Maybe\n'
+
+    dataset_import_csv(dataset=dataset, file=_csv(text, name="open.csv"))
+
+    dataset.refresh_from_db()
+    places = [f"{w['where']}: {w['message']}" for w in dataset.warnings]
+    assert "open.csv, lines 2-4: A quoted cell opened on line 2 runs to line 4 and holds 2 lines" in places[-1]
+    assert "a closing quote is probably missing" in dataset.cases.get().import_warnings[-1]
+
+
+@pytest.mark.django_db
+def test_a_blank_first_line_and_bar_separators_are_read(dataset):
+    dataset_import_csv(dataset=dataset, file=_csv("\nquestion|expected\nWhat is 2+2?|4\n"))
+
+    assert _cases(dataset) == [("", "What is 2+2?", "4")]
+
+
+@pytest.mark.django_db
+def test_a_cell_over_the_field_limit_is_refused_by_its_row_and_size(dataset):
+    with pytest.raises(ValidationError) as exc:
+        dataset_import_csv(dataset=dataset, file=_csv("question\n" + "x" * 300_000 + "\n"))
+
+    assert exc.value.messages == ["Row 2: Question: Keep this under 200,000 characters (it has 300,000)."]

@@ -7,6 +7,8 @@ warnings, the 500-case limit). Exit codes a pipeline can act on:
     2  bad arguments: unknown agent, unreadable file, invalid --mapping, a name in use
 
 --dry-run --json prints the detected mapping, the warnings and the cases without saving.
+An EvalSet JSON file (.json) is imported as the UI's "New dataset or import" does (it has
+no columns, so --mapping does not apply to it).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ EXIT_OK, EXIT_REFUSED, EXIT_BAD_ARGUMENTS = 0, 1, 2
 
 
 class Command(BaseCommand):
-    help = "Import a test plan file (XLSX, XLS, CSV, DOCX, PDF, Markdown) into a new dataset of an agent."
+    help = "Import a test plan (XLSX, XLS, CSV, DOCX, PDF, Markdown) or an EvalSet JSON into a new dataset of an agent."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", help="The file to import")
@@ -36,8 +38,9 @@ class Command(BaseCommand):
             default=None,
             help='Column mapping as JSON, e.g. \'{"Test plan": {"Question": "question", "Scenario": "ignore"}, '
             '"Glossary": "skip"}\' (keys: sheet or table names, or "*"; columns by header, letter or number; '
-            "fields: question, expected_answer, document_context, tags, case_id, judge_guideline, metadata, "
-            "ignore). Without it the suggested mapping is used.",
+            "fields: question, quoted_question, expected_answer, document_context, tags, case_id, judge_guideline, "
+            "metadata, ignore; several columns mapped to one text field are joined). Without it the suggested "
+            "mapping is used.",
         )
         parser.add_argument("--keep-first", action="store_true", help="Over the case limit, keep the first cases")
         parser.add_argument("--dry-run", action="store_true", help="Read and map the file, save nothing")
@@ -130,6 +133,8 @@ def _payload(result: FileImport, *, dry_run: bool) -> dict[str, Any]:
                 # The uploaded file is the case's source, never an input the agent receives.
                 "attachments": [],
                 "metadata": case["metadata"],
+                # The column whose steps quoted the question ("" when the question is a whole cell).
+                "question_from": case.get("extra", {}).get("question_from", ""),
                 "warnings": case["import_warnings"],
             }
             for case in result.cases
