@@ -137,3 +137,40 @@ class RewriteJob(models.Model):
 
     def field_count(self, *statuses: str) -> int:
         return sum(1 for entry in self.fields if entry["status"] in statuses)
+
+
+class PreviewJob(models.Model):
+    """Before Apply, with a model: the changed agent answers the cases its new text reaches,
+    scored by the run's own judge, in the background (suggestions/preview.py). Nothing is
+    saved to the agent: the changed version exists only in the worker's memory.
+
+    `results` holds one entry per case as it finishes: {"number", "question", "before" (the
+    run's verdict), "status" (the preview's), "score", "answer", "error"}.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Waiting for a worker"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
+
+    run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="preview_jobs")
+    base_version = models.ForeignKey("agents.AgentVersion", on_delete=models.CASCADE, related_name="+")
+    texts = models.JSONField(default=dict)  # {field: the new text}
+    positions = models.JSONField(default=list)  # the run's cases to answer, in order
+    results = models.JSONField(default=list)
+    status = models.CharField(max_length=7, choices=Status.choices, default=Status.QUEUED)
+    error = models.TextField(blank=True)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    queued_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"Preview job {self.pk} of run {self.run_id} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE_STATUSES

@@ -15,11 +15,11 @@ from django.utils import timezone
 
 from agents.diff import FieldDiff, version_diff
 from agents.models import Agent, AgentVersion
-from runs.judging import judges_differ
+from runs.comparing.pairing import CHANGE_FIX, CHANGE_REGRESSION, SCORED, pairing_test, run_pairing
+from runs.comparing.stats import PairedTest, mcnemar_exact
+from runs.judging.configs import judges_differ
 from runs.models import Result, Run
-from runs.pairing import CHANGE_FIX, CHANGE_REGRESSION, SCORED, pairing_test, run_pairing
 from runs.selectors import CASE_PASS, case_outcomes
-from runs.stats import PairedTest
 from suggestions.models import Suggestion, SuggestionGeneration
 
 # Verify runs shown on a run's panel, newest first; older ones stay in the run history.
@@ -90,7 +90,7 @@ class VerifyComparison:
     compare_url: str
     parent_total: int  # cases in the original run
     test: PairedTest | None = None  # the compare page's paired test, over the same cases
-    judges: str | None = None  # set when the two runs' judges differ (runs.judging)
+    judges: str | None = None  # set when the two runs' judges differ (runs.judging.configs)
 
     @property
     def full(self) -> bool:
@@ -105,6 +105,26 @@ class VerifyComparison:
     @property
     def pass_delta(self) -> int:
         return self.passed_after - self.passed_before
+
+    @property
+    def evidence(self) -> str:
+        """When the change helped but the test cannot tell it from chance: that, in plain words,
+        and what would make it tell ("" otherwise)."""
+        test = self.test
+        if test is None or self.judges or test.significant or test.fixes <= test.breaks:
+            return ""
+        needed = fixes_needed(breaks=test.breaks, alpha=test.alpha)
+        fixes = f"{test.fixes} fix{'es' if test.fixes != 1 else ''}"
+        breaks = f"{test.breaks or 'no'} regression{'s' if test.breaks != 1 else ''}"
+        cases = f"{test.cases} case{'s' if test.cases != 1 else ''}"
+        return (
+            f"{fixes} and {breaks} on {cases} is a good sign, but not yet proof: a change that made no "
+            f"difference would still split the changed verdicts this unevenly {_odds(test.p_value)} "
+            f"({test.p_text}). The exact test counts the cases whose verdict changed; with {breaks} it needs at "
+            f"least {needed} fixes to call the change real (p < {test.alpha:g}). More cases that exercise what "
+            "changed would show it; running each case more times makes every verdict steadier, but the test "
+            "still counts cases."
+        )
 
 
 @dataclass
@@ -238,7 +258,7 @@ def _applied_versions(suggestions: list[Suggestion]) -> list[AppliedVersion]:
 def verify_comparison_get(*, parent: Run, run: Run) -> VerifyComparison:
     """The verify run against the run it verifies, case by case.
 
-    Cases are paired, and fixes and regressions named, by runs.pairing: the same module as
+    Cases are paired, and fixes and regressions named, by runs.comparing.pairing: the same module as
     the compare page, so the panel and "Compare runs" always agree.
     """
     pairing = run_pairing(a=parent, b=run)
@@ -285,6 +305,19 @@ def verify_comparison_get(*, parent: Run, run: Run) -> VerifyComparison:
         test=pairing_test(pairing) if not run.is_active else None,
         judges=judges_differ(parent, run),
     )
+
+
+def fixes_needed(*, breaks: int, alpha: float) -> int:
+    """The fewest fixes that, with `breaks` regressions, the exact McNemar test calls significant."""
+    fixes = breaks + 1
+    while mcnemar_exact(fixes, breaks) >= alpha:
+        fixes += 1
+    return fixes
+
+
+def _odds(p_value: float) -> str:
+    """A p-value as odds a reader can picture: "1 time in 4"."""
+    return f"about 1 time in {max(2, round(1 / p_value))}" if p_value > 0 else "almost never"
 
 
 def _mean(scores: list[float]) -> float | None:

@@ -43,3 +43,11 @@ def rewrite_job_reap() -> None:
     from suggestions.rewrite import rewrite_job_reap
 
     rewrite_job_reap()
+
+
+# The job claims itself (queued -> running), so a redelivered message does nothing.
+@shared_task(throws=(LLMError,))
+def preview_execute(job_id: int) -> None:
+    from suggestions.preview import preview_execute
+
+    preview_execute(job_id=job_id)

@@ -24,6 +24,7 @@ from runs.models import Run
 from runs.selectors import run_get
 from runs.services import run_verify_start
 from suggestions import rewrite, selectors, services
+from suggestions.affected import change_check
 from suggestions.forms import ApplyConfirmForm, ApplyDiffForm, RewriteActionForm, VerifyForm, edit_formset
 from suggestions.models import RewriteJob, Suggestion
 
@@ -37,7 +38,7 @@ def _get_run_for_user(request: AuthedRequest, agent_id: int, run_id: int) -> tup
 
 
 def _run_url(agent: Agent, run: Run) -> str:
-    return reverse("runs:detail", args=[agent.pk, run.pk]) + "#suggestions"
+    return reverse("runs:detail", args=[agent.pk, run.pk]) + "?tab=suggestions#suggestions"
 
 
 def _message(error: ValidationError) -> str:
@@ -191,18 +192,25 @@ def _review_response(
     """Step 2: per affected field, the diff against the current text and the editable final text."""
     used = KIND_FIELDS[agent.kind]
     fields = []
+    reached = False
     for name in services.EDITABLE_FIELDS:
         if name not in texts or base is None:
             continue
+        group = [s for s in chosen if s.target_field == name]
+        check = change_check(run=run, agent=agent, base=base, field=name, text=texts[name], group=group)
+        reached = reached or bool(check.affected)
         fields.append({
             "name": name,
             "label": LABELS[name],
             "text": texts[name],
             "diff": selectors.preview_diff(version=base, field_name=name, text=texts[name]),
-            "suggestions": [s for s in chosen if s.target_field == name],
+            "suggestions": group,
             "unused": name not in used,
+            "check": check,
         })  # fmt: skip
-    context = {"agent": agent, "run": run, "chosen": chosen, "base": base, "fields": fields, "form": form}
+    can_preview = reached and llm.is_configured("llm") and agent.kind != Agent.Kind.HTTP
+    context = {"agent": agent, "run": run, "chosen": chosen, "base": base, "fields": fields, "form": form,
+               "can_preview": can_preview}  # fmt: skip
     return _dialog_response(request, "suggestions/partials/apply_review.html", context, status=status)
 
 

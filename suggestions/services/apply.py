@@ -11,6 +11,8 @@ from agents.models import Agent, AgentVersion
 from agents.services import agent_update
 from evalsite.text import cut
 from runs.models import Run
+from suggestions.affected import run_expected_answers, version_text
+from suggestions.leaks import text_leaks
 from suggestions.models import Suggestion
 from suggestions.selectors import suggestion_apply_blocker
 
@@ -77,6 +79,7 @@ def suggestion_apply(
         raise ValidationError(f"These fields cannot be changed here: {', '.join(sorted(unknown))}.")
     if not suggestions:
         raise ValidationError("Select at least one suggestion to apply.")
+    _refuse_leaks(run=run, fields=fields, base=base_version or agent.current_version)
     titles = "; ".join(s.title for s in suggestions)
     note = cut(f"Applied {len(suggestions)} suggestion(s) from run #{run.pk}: {titles}", 300)
     with transaction.atomic():
@@ -95,6 +98,23 @@ def suggestion_apply(
             state=Suggestion.State.APPLIED, applied_version=version
         )
     return version
+
+
+def _refuse_leaks(*, run: Run, fields: dict[str, str], base: AgentVersion | None) -> None:
+    """Refuse text that would teach the agent its test: a copy of an expected answer of the run's
+    dataset, or a description of expected behaviour, that the agent did not have before."""
+    answers, known = run_expected_answers(run), version_text(base)
+    problems = [
+        f"The {name}: {leak.reason}."
+        for name, text in fields.items()
+        for leak in text_leaks(text, answers=answers, known=known)
+    ]
+    if problems:
+        raise ValidationError(
+            "This text would teach the agent its own test, so Verify could no longer tell whether it improved. "
+            + " ".join(problems[:5])
+            + " Take it out, or state the fact in the knowledge's own words."
+        )
 
 
 def suggestion_change_request(*, run: Run, suggestions: list[Suggestion]) -> str:

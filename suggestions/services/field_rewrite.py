@@ -4,6 +4,8 @@ from django.core.exceptions import ValidationError
 
 from evalsite import llm
 from runs.models import Run
+from suggestions.affected import knowledge_with_facts, run_expected_answers, version_text
+from suggestions.leaks import sentences, text_leaks
 from suggestions.models import Suggestion
 
 REWRITE_SCHEMA = {
@@ -33,9 +35,7 @@ def suggestion_rewrite_preview(*, run: Run, suggestions: list[Suggestion]) -> di
 def suggestion_field_rewrite(*, run: Run, field: str, current: str, group: list[Suggestion]) -> str:
     """One field rewritten for review; with a model, only from a job (suggestions/rewrite.py)."""
     if not llm.is_configured("llm"):
-        # Offline: add each suggestion's concrete text (or its description) as a new paragraph.
-        additions = [s.proposed_text.strip() or s.description.strip() for s in group]
-        return "\n\n".join(part for part in [current.strip(), *additions] if part)
+        return _offline_rewrite(run=run, field=field, current=current, group=group)
     changes = "\n\n".join(f"- {s.title}: {s.description}\n  Text to add: {s.proposed_text}" for s in group)
     system = (
         f"You edit the {field} section of an AI agent's configuration. Rewrite it so that it takes in "
@@ -46,9 +46,32 @@ def suggestion_field_rewrite(*, run: Run, field: str, current: str, group: list[
         {"role": "system", "content": system},
         {"role": "user", "content": f"Current {field}:\n{current}\n\nChanges to make:\n{changes}"},
     ]
-    text = llm.complete_json(messages, schema=REWRITE_SCHEMA, task="rewrite", trace={"run": run.pk}).data["text"]
+    result = llm.complete_json(messages, schema=REWRITE_SCHEMA, task="rewrite", trace={"run": run.pk})
+    if result.truncated:
+        # Complete JSON, but the model stopped at its limit: the text may end mid-sentence.
+        raise ValidationError(
+            f"The model's rewrite of the {field} was cut at its length limit of {result.max_tokens} tokens, so it "
+            "may be missing its end. Nothing was changed: raise EVALSITE_LLM_MAX_TOKENS_REWRITE and try again, "
+            "or edit the text yourself."
+        )
+    text = result.data["text"]
     _rewrite_check(field, current, text, system)
     return text
+
+
+def _offline_rewrite(*, run: Run, field: str, current: str, group: list[Suggestion]) -> str:
+    """Each suggestion's concrete text (or its description), less any sentence that would leak the
+    test: knowledge facts join the passage their case retrieves, other fields get new paragraphs."""
+    answers, known = run_expected_answers(run), version_text(run.agent.current_version or run.agent_version)
+    additions = []
+    for suggestion in group:
+        text = suggestion.proposed_text.strip() or suggestion.description.strip()
+        clean = " ".join(s for s in sentences(text) if not text_leaks(s, answers=answers, known=known))
+        if clean:
+            additions.append((clean, [case.question for case in suggestion.cases.all()]))
+    if field == "knowledge":
+        return knowledge_with_facts(current, additions)
+    return "\n\n".join(part for part in [current.strip(), *(text for text, _ in additions)] if part)
 
 
 def _rewrite_check(field: str, current: str, text: str, instructions: str) -> None:

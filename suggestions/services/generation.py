@@ -1,6 +1,7 @@
 """Suggestion generation: learn from a completed run's weak results (with the model, or offline)."""
 
 import logging
+import re
 
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
@@ -8,9 +9,12 @@ from django.db import DatabaseError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from datasets.generation.checks import copied_from, shown, text_problem
 from evalsite import llm
 from evalsite.text import content_tokens, cut, is_refusal, key_points, point_covered
 from runs.models import Result, Run, RunCase
+from suggestions.affected import run_expected_answers, version_text
+from suggestions.leaks import Leak, describes_behaviour, sentences, text_leaks
 from suggestions.models import Suggestion, SuggestionGeneration
 from suggestions.selectors import generation_is_stale, run_needs_suggestions
 
@@ -19,6 +23,8 @@ logger = logging.getLogger(__name__)
 MAX_SUGGESTIONS = 10
 # Weak results shown to the model; more adds cost without adding new lessons.
 MAX_RESULTS_IN_PROMPT = 25
+# A title or description this long found word for word in the prompt is the model echoing it.
+ECHO_MIN_WORDS = 3
 # A job whose worker died this many times (OOM, kill -9) fails instead of being redelivered forever.
 GENERATION_MAX_ATTEMPTS = 3
 GENERATION_INTERNAL_ERROR = "An internal error stopped the suggestions. The details are in the worker log."
@@ -111,7 +117,7 @@ def suggestion_generate(*, run_id: int) -> list[Suggestion]:
     results = _weak_results(run)
     notes: list[str] = []
     try:
-        proposals = _proposals_offline(run, results, notes) if offline else _proposals_from_model(run, results)
+        proposals = _proposals_offline(run, results, notes) if offline else _proposals_from_model(run, results, notes)
     except DatabaseError:
         raise  # the task retries database errors; the job stays running meanwhile
     except llm.LLMError as error:
@@ -123,6 +129,8 @@ def suggestion_generate(*, run_id: int) -> list[Suggestion]:
         logger.exception("Suggestions for run %s failed unexpectedly", run.pk)
         _generation_settle(run, SuggestionGeneration.Status.FAILED, GENERATION_INTERNAL_ERROR)
         raise
+    if not offline:
+        proposals = _without_leaks(proposals, run=run, notes=notes)
     proposals = _merge_similar(proposals)[:MAX_SUGGESTIONS]
     cases_by_position = {case.position: case for case in RunCase.objects.filter(run=run)}
     with transaction.atomic():
@@ -191,7 +199,7 @@ def _weak_results(run: Run) -> list[Result]:
     return unique[:MAX_RESULTS_IN_PROMPT]
 
 
-def _proposals_from_model(run: Run, results: list[Result]) -> list[dict]:
+def _proposals_from_model(run: Run, results: list[Result], notes: list[str]) -> list[dict]:
     version = run.agent_version
     cases = "\n\n".join(
         f"Case {r.case.position}:\nQuestion: {r.case.question}\nExpected: {r.case.expected_answer}\n"
@@ -207,7 +215,10 @@ def _proposals_from_model(run: Run, results: list[Result]) -> list[dict]:
                 "You improve AI agents from evaluation failures. Propose at most 10 concrete, distinct changes "
                 "to the agent's configuration that would fix the failing cases without breaking others. "
                 "Each change has a category: instructions, skills, knowledge, guardrails or other. "
-                "Knowledge changes must state the missing facts exactly as the expected answers give them. "
+                "Knowledge changes state each missing fact as a plain fact in the knowledge's own style. Never "
+                "copy an expected answer into the agent, and never describe what the agent is expected to say "
+                'or do in a test\'s words ("Agent explains...", "directs them to..."): that teaches the agent '
+                "its test. "
                 'Answer JSON: {"suggestions": [{"title": "short imperative title", "category": "...", '
                 '"description": "what to change and why, citing the cases", "proposed_text": "text to add, '
                 'if the change is an addition", "cases": [case numbers]}]}'
@@ -223,47 +234,133 @@ def _proposals_from_model(run: Run, results: list[Result]) -> list[dict]:
         },
     ]
     result = llm.complete_json(messages, schema=SUGGESTIONS_SCHEMA, task="suggest", trace={"run": run.pk})
-    return result.data["suggestions"]
+    return _without_echoes(result.data["suggestions"], str(messages[0]["content"]), notes)
+
+
+def _without_echoes(proposals: list[dict], prompt: str, notes: list[str]) -> list[dict]:
+    """Drop proposals whose title or description is the prompt's own description of the field
+    ("short imperative title"), or a placeholder: a weak model fills the shape with it (issue 33)."""
+    kept = []
+    for proposal in proposals:
+        echoed = [
+            text
+            for text in (proposal["title"], proposal["description"])
+            if copied_from(text, [prompt], min_words=ECHO_MIN_WORDS) or text_problem(text, question=False)
+        ]
+        if echoed:
+            notes.append(
+                f"A suggestion was dropped: the model answered {shown(echoed[0])}, the instructions' own "
+                "description of the field, not a change to make."
+            )
+        else:
+            kept.append(proposal)
+    return kept
 
 
 def _proposals_offline(run: Run, results: list[Result], notes: list[str]) -> list[dict]:
-    """Without a model: propose the expected answers' facts that the agent's answers missed.
+    """Without a model: propose the facts that factual expected answers state and the knowledge lacks.
 
-    Facts the version's knowledge already states are left out: adding them again would not
-    help (the agent has them and did not find them), only duplicate them. A case whose
-    expected answer is a refusal has no fact to add: it is skipped, with a note saying why.
+    A fact the version's knowledge already states is left out: adding it again would not help
+    (the agent has it and did not find it), only duplicate it. An expected answer that is a
+    refusal or describes behaviour ("Agent explains...") has no fact to add, and a fact that is
+    the expected answer itself would hand the agent its test (suggestions/leaks.py): each is
+    skipped with a note saying why.
     """
     knowledge = run.agent_version.knowledge
+    answers = run_expected_answers(run)
     proposals = []
     for result in results:
-        if is_refusal(result.case.expected_answer):
+        case = result.case
+        if result.status == Result.Status.ABSTAINED:
             notes.append(
-                f"Case #{result.case.display_number} was skipped: its expected answer is a refusal "
-                f"(“{cut(result.case.expected_answer.strip(), 160)}”), so it has no fact to add to the knowledge. "
-                "Check how the instructions or guardrails tell the agent to decline."
+                f"Case #{case.display_number} was skipped: the offline scorer could not check it (its expected "
+                "answer describes behaviour, not facts), so there is no fact to take from it. A judge model can "
+                "check it and suggest a change."
             )
             continue
+        if skipped := _offline_skip_reason(case.expected_answer):
+            notes.append(f"Case #{case.display_number} was skipped: {skipped}")
+            continue
         missed = [
-            p
-            for p in key_points(result.case.expected_answer)
-            if not point_covered(p, result.actual_answer) and not point_covered(p, knowledge)
+            _as_fact(point)
+            for point in key_points(case.expected_answer)
+            if not point_covered(point, result.actual_answer) and not point_covered(point, knowledge)
         ]
         if not missed:
             continue
         fact = " ".join(missed)
+        if leaks := text_leaks(fact, answers=answers, known=version_text(run.agent_version)):
+            notes.append(
+                f"Case #{case.display_number} was skipped: the fact it lacks would be added word for word as "
+                f"its test's answer ({leaks[0].reason}). Add the fact to the knowledge in your own words, "
+                "then verify."
+            )
+            continue
         proposals.append(
             {
-                "title": f"Add to knowledge: {cut(missed[0], 120)}",
+                "title": f"Add to knowledge: {cut(fact, 120)}",
                 "category": Suggestion.Category.KNOWLEDGE,
                 "description": (
-                    f"The agent could not answer “{cut(result.case.question, 300)}”. Its answer missed: "
-                    f"{fact} Add this fact to the agent's knowledge so it can be retrieved."
+                    f"Case #{case.display_number} asks “{cut(case.question, 300)}” and the agent's knowledge "
+                    f"does not have the fact its expected answer states: {fact} Adding it lets the agent "
+                    f"retrieve it. Source: the expected answer of case #{case.display_number}."
                 ),
                 "proposed_text": fact,
-                "cases": [result.case.position],
+                "cases": [case.position],
             }
         )
     return proposals
+
+
+def _offline_skip_reason(expected: str) -> str:
+    quoted = f"(“{cut(expected.strip(), 160)}”)"
+    if is_refusal(expected):
+        return (
+            f"its expected answer is a refusal {quoted}, so it has no fact to add to the knowledge. "
+            "Check how the instructions or guardrails tell the agent to decline."
+        )
+    if phrase := describes_behaviour(expected):
+        return (
+            f"its expected answer describes what the agent should do (“{phrase}”) rather than a fact, so "
+            "nothing from it can be added to the agent without teaching it the test. A judge model can "
+            "check this case and suggest a change."
+        )
+    return ""
+
+
+_FRAMING = re.compile(r"^(?:yes|no)\b[\s:,.;!-]*", re.IGNORECASE)
+
+
+def _as_fact(point: str) -> str:
+    """A key point worded as a fact: without the answer's "Yes:" or "No," in front."""
+    fact = _FRAMING.sub("", point.strip()).strip()
+    fact = fact[:1].upper() + fact[1:]
+    return fact if fact.endswith((".", "!", "?")) else f"{fact}."
+
+
+def _without_leaks(proposals: list[dict], *, run: Run, notes: list[str]) -> list[dict]:
+    """A model's proposals without leaks: one that repeats an expected answer is dropped, and
+    behaviour-describing sentences are taken out of a text to add (dropped when none is left)."""
+    answers, known = run_expected_answers(run), version_text(run.agent_version)
+    kept = []
+    for proposal in proposals:
+        title = cut(str(proposal.get("title", "")), 80)
+        words = " ".join(str(proposal.get(key, "")) for key in ("title", "description", "proposed_text"))
+        copies = [leak for leak in text_leaks(words, answers=answers, known=known) if leak.kind == Leak.ANSWER]
+        if copies:
+            notes.append(f"The model's suggestion “{title}” was left out: {copies[0].reason}.")
+            continue
+        text = str(proposal.get("proposed_text") or "")
+        clean = [s for s in sentences(text) if not text_leaks(s, answers=(), known=known)]
+        if len(clean) < len(sentences(text)):
+            phrase = next(leak for s in sentences(text) for leak in text_leaks(s, answers=(), known=known))
+            if not clean:
+                notes.append(f"The model's suggestion “{title}” was left out: {phrase.reason}.")
+                continue
+            notes.append(f"From the model's suggestion “{title}”, text was taken out: {phrase.reason}.")
+            proposal = {**proposal, "proposed_text": " ".join(clean)}
+        kept.append(proposal)
+    return kept
 
 
 def _merge_similar(proposals: list[dict]) -> list[dict]:

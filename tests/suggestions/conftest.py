@@ -12,9 +12,13 @@ from runs.models import Result, Run, RunCase
 from suggestions.models import Suggestion
 from tests.runs.conftest import _clear_worker_caches  # noqa: F401  (autouse: per-process caches keyed by pk)
 
-PHONE = "Phone support is available at +1 555 0100 for Enterprise customers."
+# Each failing expected answer states a fact the agent's knowledge (tests.factories.AgentFactory)
+# lacks, next to one it has: an offline suggestion may teach the fact, never the whole answer.
+PHONE_FACT = "Phone support is available at +1 555 0100 for Enterprise customers."
+PHONE = f"{PHONE_FACT} Support is open 9-17 CET on weekdays."
 REFUND = "Refunds are available within 30 days of purchase."
-SLA = "Enterprise customers get a 10% credit when uptime falls below 99.95%."
+SLA_FACT = "Enterprise customers get a 10% credit when uptime falls below 99.95%."
+SLA = f"{SLA_FACT} Claims go to support, open 9-17 CET on weekdays."
 
 
 @pytest.fixture
@@ -94,3 +98,38 @@ def edit_post(suggestions: list[Suggestion], **changes: dict[str, Any]) -> dict[
             else:
                 data[f"s-{index}-{name}"] = value
     return data
+
+
+def leaked_versions() -> list[str]:
+    """Every leak in the text of an agent version made by Apply: an expected answer of its agent's
+    runs, or behaviour wording, that the version before it did not have (suggestions/leaks.py)."""
+    from agents.models import AgentVersion
+    from suggestions.affected import version_text
+    from suggestions.leaks import ExpectedAnswer, text_leaks
+
+    found = []
+    for version in AgentVersion.objects.filter(pk__in=Suggestion.objects.values("applied_version")):
+        before = AgentVersion.objects.filter(agent=version.agent_id, number__lt=version.number).order_by("-number")
+        answers = [
+            ExpectedAnswer(case_number=case.display_number, text=case.expected_answer)
+            for case in RunCase.objects.filter(run__agent=version.agent_id).exclude(expected_answer="")
+        ]
+        for leak in text_leaks(version_text(version), answers=answers, known=version_text(before.first())):
+            found.append(f"version {version.number} of {version.agent}: {leak.reason}")
+    return found
+
+
+@pytest.fixture(autouse=True)
+def _no_applied_version_learns_its_test(request):
+    """Every test of suggestions and Apply, offline or with the fake model: when it ends, no
+    version that Apply made holds its dataset's expected answers (a leaked test)."""
+    marker = request.node.get_closest_marker("django_db")
+    if "transactional_db" in request.fixturenames or (marker and marker.kwargs.get("transaction")):
+        request.getfixturevalue("transactional_db")  # torn down after this fixture's check
+    elif marker or "db" in request.fixturenames:
+        request.getfixturevalue("db")
+    else:
+        yield
+        return
+    yield
+    assert leaked_versions() == []

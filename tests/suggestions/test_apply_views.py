@@ -143,7 +143,7 @@ def test_without_javascript_confirm_redirects_to_the_run(client_alice, agent, fa
     response = client_alice.post(urls["confirm"], _confirm_post(review.content.decode()))
 
     assert response.status_code == 302
-    assert response["Location"].endswith(f"/runs/{failing_run.pk}/#suggestions")
+    assert response["Location"].endswith(f"/runs/{failing_run.pk}/?tab=suggestions#suggestions")
     assert Suggestion.objects.filter(run=failing_run, state=Suggestion.State.APPLIED).count() == 3
 
 

@@ -35,7 +35,10 @@ def test_without_htmx_it_redirects_to_the_run_page(client_alice, failing_run):
     response = client_alice.post(_url(failing_run))
 
     assert response.status_code == 302
-    assert response["Location"] == reverse("runs:detail", args=[failing_run.agent_id, failing_run.pk]) + "#suggestions"
+    assert (
+        response["Location"]
+        == reverse("runs:detail", args=[failing_run.agent_id, failing_run.pk]) + "?tab=suggestions#suggestions"
+    )
 
 
 @pytest.mark.django_db

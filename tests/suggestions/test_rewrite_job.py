@@ -185,6 +185,23 @@ def test_a_rewrite_that_loses_the_field_fails_that_field_with_the_reason(
 
 
 @pytest.mark.django_db
+def test_a_rewrite_cut_at_its_length_limit_is_refused_with_the_reason(
+    failing_run, alice, fake_llm, django_capture_on_commit_callbacks, tasks_run_here
+):
+    # Complete JSON, but the model stopped at its limit: the text may have lost its end.
+    fake_llm.add_rule(task="rewrite", handler=_rewritten, finish_reason="length")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        job = rewrite.rewrite_job_start(run=failing_run, user=alice, suggestions=[suggestion(failing_run, 0)])
+
+    job.refresh_from_db()
+    limit = next(r for r in fake_llm.requests if r.task == "rewrite").body["max_tokens"]
+    assert job.fields[0]["status"] == Field.FAILED and job.fields[0]["text"] == ""
+    assert f"was cut at its length limit of {limit} tokens" in job.fields[0]["error"]
+    assert "EVALSITE_LLM_MAX_TOKENS_REWRITE" in job.fields[0]["error"]
+
+
+@pytest.mark.django_db
 def test_a_failed_field_can_be_tried_again_alone(
     failing_run, alice, three_fields, fake_llm, settings, django_capture_on_commit_callbacks, tasks_run_here
 ):

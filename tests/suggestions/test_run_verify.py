@@ -128,3 +128,30 @@ def test_a_version_of_another_agent_is_refused(alice, team, failing_run):
 def test_a_negative_sample_is_refused(alice, failing_run, version_two):
     with pytest.raises(ValidationError, match="negative"):
         run_verify_start(parent=failing_run, user=alice, version=version_two, sample_passing=-1)
+
+
+@pytest.mark.django_db
+def test_the_verify_box_has_no_fix_or_regression_tiles_when_the_judges_differ(alice, failing_run, version_two):
+    """Issue 34, item 6: the banner says no fix or regression can be claimed; the tiles did."""
+    from django.template.loader import render_to_string
+
+    from runs.models import JudgeConfig
+
+    child = run_verify_start(parent=failing_run, user=alice, version=version_two)
+    _finish(child, ["fail", "pass", "pass", "pass"], [2, 9, 9, 8])
+    Run.objects.filter(pk=failing_run.pk).update(judge_config=child.judge_config)
+    failing_run.refresh_from_db()
+    same = render_to_string(
+        "suggestions/partials/comparison.html",
+        {"comparison": verify_comparison_get(parent=failing_run, run=child), "agent": failing_run.agent},
+    )
+    other = JudgeConfig.objects.create(dataset=failing_run.dataset, number=99, fingerprint="f" * 64, judge_model="x/y")
+    Run.objects.filter(pk=child.pk).update(judge_config=other)
+    child.refresh_from_db()
+    comparison = verify_comparison_get(parent=failing_run, run=child)
+
+    html = render_to_string("suggestions/partials/comparison.html", {"comparison": comparison, "agent": child.agent})
+
+    assert comparison.judges and ">Fixes<" in same and ">Regressions<" in same
+    assert ">Fixes<" not in html and ">Regressions<" not in html
+    assert "Pass now (another judge)" in html and "Different judges" in html

@@ -174,7 +174,7 @@ def test_offline_suggestions_skip_cases_whose_expected_answer_is_a_refusal(make_
         "phone number is; the agent should say so.”), so it has no fact to add to the knowledge. Check how the "
         "instructions or guardrails tell the agent to decline."
     ]
-    page = client_alice.get(reverse("runs:detail", args=[agent.pk, run.pk])).content.decode()
+    page = client_alice.get(reverse("runs:detail", args=[agent.pk, run.pk]), {"tab": "suggestions"}).content.decode()
     assert "Case #1 was skipped: its expected answer is a refusal" in page
 
 

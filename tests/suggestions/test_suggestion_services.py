@@ -37,8 +37,7 @@ def _run(agent, outcomes, *, average=None):
     return run
 
 
-PHONE = "Phone support is available at +1 555 0100 for Enterprise customers."
-REFUND = "Refunds are available within 30 days of purchase."
+from tests.suggestions.conftest import PHONE, PHONE_FACT, REFUND  # noqa: E402
 
 
 @pytest.mark.django_db
@@ -221,17 +220,18 @@ def test_a_rewrite_that_keeps_the_field_and_adds_to_it_goes_to_review(agent, ali
         task="suggest",
         json={"suggestions": [{"title": "Hotline", "category": "knowledge", "description": "Add the hotline."}]},
     )
-    fake_llm.add_rule(task="rewrite", json={"text": KNOWLEDGE + "\n" + PHONE})
+    fake_llm.add_rule(task="rewrite", json={"text": KNOWLEDGE + "\n" + PHONE_FACT})
     chosen = suggestion_generate(run_id=run.pk)
 
     preview = suggestion_rewrite_preview(run=run, suggestions=chosen)
 
-    assert preview["knowledge"] == (KNOWLEDGE, KNOWLEDGE + "\n" + PHONE)
+    assert preview["knowledge"] == (KNOWLEDGE, KNOWLEDGE + "\n" + PHONE_FACT)
 
 
 @pytest.mark.django_db
 def test_applying_a_suggestion_keeps_the_agents_llm_timeout(team, alice, no_llm):
-    agent = AgentFactory(team=team, kind="llm", version__llm_timeout=45, version__knowledge="Refunds: 30 days.")
+    known = "Refunds: 30 days.\n\nSupport is open 9-17 CET on weekdays."
+    agent = AgentFactory(team=team, kind="llm", version__llm_timeout=45, version__knowledge=known)
     run = _run(agent, [("fail", PHONE, "No idea.", 1)], average=1.0)
     suggestion = suggestion_generate(run_id=run.pk)[0]
     chosen = suggestion_edits_validate(
@@ -239,7 +239,7 @@ def test_applying_a_suggestion_keeps_the_agents_llm_timeout(team, alice, no_llm)
     )
 
     version = suggestion_apply(
-        run=run, user=alice, suggestions=chosen, fields={"knowledge": "Refunds: 30 days.\n" + PHONE}
+        run=run, user=alice, suggestions=chosen, fields={"knowledge": f"{known}\n\n{PHONE_FACT}"}
     )
 
     assert version.number == 2

@@ -1,5 +1,5 @@
 """The Verify panel and the Compare page pair cases and name fixes and regressions the same
-way (runs.pairing), so they never disagree about the same pair of runs."""
+way (runs.comparing.pairing), so they never disagree about the same pair of runs."""
 
 import re
 
@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from agents.models import AgentVersion
-from runs.comparison import run_compare
+from runs.comparing.comparison import run_compare
 from runs.models import Run
 from suggestions.selectors import verify_comparison_get
 from tests.factories import DatasetFactory
@@ -73,7 +73,9 @@ def _chips(html: str, label: str) -> list[str]:
 
 def test_the_verify_page_and_the_compare_page_show_the_same_cases(pair, agent, client_alice):
     parent, child = pair
-    verify_html = client_alice.get(reverse("runs:detail", args=[agent.pk, child.pk])).content.decode()
+    verify_html = client_alice.get(
+        reverse("runs:detail", args=[agent.pk, child.pk]), {"tab": "suggestions"}
+    ).content.decode()
     compare_html = client_alice.get(
         reverse("runs:compare", args=[agent.pk]), {"a": parent.pk, "b": child.pk}
     ).content.decode()

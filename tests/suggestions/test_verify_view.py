@@ -66,7 +66,7 @@ def test_without_htmx_it_redirects_to_the_run_page(client_alice, failing_run, ap
     response = client_alice.post(_url(failing_run), {"version": applied.pk, "scope": "all"})
 
     assert response.status_code == 302
-    assert response["Location"].endswith(f"/runs/{failing_run.pk}/#suggestions")
+    assert response["Location"].endswith(f"/runs/{failing_run.pk}/?tab=suggestions#suggestions")
     assert Run.objects.filter(parent=failing_run).exists()
 
 
@@ -129,7 +129,7 @@ def test_the_verify_run_page_says_what_it_verifies(client_alice, failing_run, ap
     ).content.decode()
 
     assert "This run verifies version" in html
-    assert f'href="/agents/{failing_run.agent_id}/runs/{failing_run.pk}/#suggestions"' in html
+    assert f'href="/agents/{failing_run.agent_id}/runs/{failing_run.pk}/?tab=suggestions#suggestions"' in html
 
 
 @pytest.mark.django_db
