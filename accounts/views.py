@@ -100,21 +100,7 @@ def _model_info() -> dict[str, Any]:
 
 
 def _model_tests() -> dict[str, Any]:
-    """The last connection test of each configured model, and the badge they add up to."""
-    from evalsite.llm.probe import model_test_context, model_test_running
-
-    rows = model_test_context()
-    tests = [row["test"] for row in rows if not row["same_as_agent"]]
-    agent_model = next((row["test"] for row in rows if row["purpose"] == "llm"), None)
-    if agent_model is not None and not agent_model.ok:
-        status = "failed"
-    elif any(test is not None and not test.ok for test in tests):
-        status = "partial"  # agents answer, but the judge or the embedding model does not
-    elif tests and all(test is not None for test in tests):
-        status = "ok"
-    else:
-        status = "untested"
-    return {"model_tests": rows, "model_status": status, "model_testing": model_test_running()}
+    return selectors.model_test_summary()
 
 
 def _settings_context(request: AuthedRequest, **overrides: Any) -> dict[str, Any]:

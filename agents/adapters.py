@@ -77,7 +77,7 @@ class AgentRequest:
     run_id: int | None = None
     # Sent to the gateway as X-Evalsite-* headers: {"run": 3, "case": 17}.
     trace: dict[str, str | int] = field(default_factory=dict)
-    # http agents: Idempotency-Key and X-Evalsite-Attempt (runs.engine._idempotency).
+    # http agents: Idempotency-Key and X-Evalsite-Attempt (runs.engine.case._idempotency).
     idempotency_key: str = ""
     attempt: int = 1
 
@@ -91,6 +91,14 @@ class AgentReply:
     trace_id: str = ""
     tokens: int = 0
     cost: float = 0.0
+    # An llm agent's last model call: "length" when the answer ended at its token limit
+    # (token_limit, the max_tokens it was sent with). An http agent can't say: left empty.
+    finish_reason: str = ""
+    token_limit: int | None = None
+
+    @property
+    def cut(self) -> bool:
+        return self.finish_reason == "length"
 
 
 def adapter_for(version: AgentVersion) -> Adapter:
@@ -137,6 +145,7 @@ class LLMAdapter(Adapter):
             reply.cost += result.cost
             if not result.tool_calls:
                 reply.answer = result.text
+                reply.finish_reason, reply.token_limit = result.finish_reason, result.max_tokens
                 return reply
             messages.append(result.message)
             for call in result.tool_calls:

@@ -1,3 +1,5 @@
+from functools import cached_property
+
 from django.conf import settings
 from django.db import models
 
@@ -24,6 +26,25 @@ class Agent(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @cached_property
+    def checks_that_cannot_apply(self) -> dict[str, str]:
+        """Case checks this agent can never satisfy, with why: said on the case form before a case is
+        written, instead of every run reading "no retrieval context"."""
+        cannot: dict[str, str] = {}
+        if self.kind == self.Kind.LLM:
+            cannot["context"] = (
+                "This LLM agent never returns retrieval context, so this check would read "
+                "“no retrieval context” on every run. It applies to HTTP agents that return "
+                "retrieval_context and to the knowledge agent."
+            )
+        tools = self.current_version.tools if self.current_version else []
+        if self.kind == self.Kind.KNOWLEDGE or (self.kind == self.Kind.LLM and not tools):
+            cannot["tools"] = (
+                "This agent has no tools to call, so expected tool calls would fail on every run. "
+                "Add tool definitions to the agent first."
+            )
+        return cannot
 
 
 class AgentVersion(models.Model):

@@ -7,7 +7,7 @@ process_time per call, in this process only, for:
 
 - the agent's call: `evalsite.llm.complete` with the arguments agents/adapters.py gives it
   (task "agent", the agent's temperature, no tools, the run/case trace);
-- the judge's call: `evalsite.llm.complete_json` as runs/scoring.py's ask_judge makes it
+- the judge's call: `evalsite.llm.complete_json` as runs/judging/scoring.py's ask_judge makes it
   (task and purpose "judge", JUDGE_SCHEMA, temperature 0, the judge's real messages);
 - the floor: the agent's request body posted with one reused `httpx.Client`, the answer
   parsed as JSON. What litellm and the gateway add is the difference.
@@ -64,7 +64,7 @@ def _bench(args: argparse.Namespace, url: str) -> None:
     import httpx
 
     from evalsite import llm
-    from runs.scoring import JUDGE_SCHEMA, Evaluation, judge_messages
+    from runs.judging.scoring import JUDGE_SCHEMA, Evaluation, judge_messages
 
     llm.warm_up()
     trace: dict[str, str | int] = {"run": 1, "case": 1}

@@ -53,7 +53,17 @@ def _setup_data(cases: int):
     ApiToken.objects.create(user=user, name="bench", hint=raw[:8], token_hash=ApiToken.hash(raw))
     agent = AgentFactory(team=team, kind=Agent.Kind.LLM, name="Bench agent")
     dataset = refund_dataset(agent, f"Bench {cases} cases", cases)
+    _preflight(dataset)
     return agent, dataset, raw
+
+
+def _preflight(dataset) -> None:  # type: ignore[no-untyped-def]
+    """The judge's preflight, before the measured run: the fake judge fails it (one score for all),
+    so the run is started anyway (allow_failed_preflight), as a team would with such a judge."""
+    from runs.judging.configs import dataset_judge_config
+    from runs.services.preflight import judge_config_preflight
+
+    judge_config_preflight(config=dataset_judge_config(dataset=dataset))
 
 
 def _measure(cases: int, latency: float, worker_concurrency: int) -> dict[str, float]:
@@ -78,7 +88,12 @@ def _measure(cases: int, latency: float, worker_concurrency: int) -> dict[str, f
         time.sleep(0.3)  # let the sampler read the idle worker's CPU time first
         cpu_before = sampler.cpu_seconds
         started = time.monotonic()
-        response = client.post(url, data={}, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+        response = client.post(
+            url,
+            data={"allow_failed_preflight": True},
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {token}",
+        )
         assert response.status_code == 201, response.content
         run_id = response.json()["id"]
         status = Run.Status.PENDING

@@ -182,7 +182,14 @@ def _setup_data(cases: int) -> tuple[object, object, str]:
     raw = ApiToken.generate_raw()
     ApiToken.objects.create(user=user, name="bench", hint=raw[:8], token_hash=ApiToken.hash(raw))
     agent = AgentFactory(team=team, kind=Agent.Kind.LLM, name="Membench agent")
-    return agent, refund_dataset(agent, f"Membench {cases} cases", cases), raw
+    dataset = refund_dataset(agent, f"Membench {cases} cases", cases)
+    # The judge's preflight, before the measured run: the fake judge fails it (one score for
+    # all), so the run is started anyway (allow_failed_preflight).
+    from runs.judging.configs import dataset_judge_config
+    from runs.services.preflight import judge_config_preflight
+
+    judge_config_preflight(config=dataset_judge_config(dataset=dataset))
+    return agent, dataset, raw
 
 
 def _start_worker(concurrency: int, env: dict[str, str], args: list[str], log: Path) -> subprocess.Popen:
@@ -240,7 +247,12 @@ def measure(cases: int, latency: float, concurrency: int, env: dict[str, str], a
         agent, dataset, token = _setup_data(cases)
         started = time.monotonic()
         url = f"/api/agents/{agent.pk}/eval/datasets/{dataset.pk}/runs"
-        response = Client().post(url, data={}, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+        response = Client().post(
+            url,
+            data={"allow_failed_preflight": True},
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {token}",
+        )
         assert response.status_code == 201, response.content
         run_id = response.json()["id"]
         while Run.objects.filter(pk=run_id, status__in=Run.ACTIVE_STATUSES).exists():

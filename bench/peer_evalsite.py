@@ -73,8 +73,11 @@ def main() -> int:
         for process, log in workers:
             _wait_ready(process, log)
         _manage("dataset_import", args.cases_csv, "--agent", AGENT, "--dataset", "Peer bench cases")
-        # Threshold 0: the gate here is "every case has a result", checked below.
-        _manage("evalrun", "--agent", AGENT, "--dataset", "Peer bench cases", "--wait", "--threshold", "0")
+        # Threshold 0: the gate here is "every case has a result", checked below. No preflight: the
+        # harness counts two calls a case at its mock, and the mock judge is no judge to preflight.
+        _manage(
+            "evalrun", "--agent", AGENT, "--dataset", "Peer bench cases", "--wait", "--threshold", "0", "--no-preflight"
+        )
         return _check()
     finally:
         for process, _log in workers:

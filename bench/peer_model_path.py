@@ -163,7 +163,7 @@ def _one_case(base_url: str, *, raw: bool) -> Callable[[Case], None]:
 
         return one_case
 
-    from runs.scoring import JUDGE_SCHEMA, Evaluation, judge_messages
+    from runs.judging.scoring import JUDGE_SCHEMA, Evaluation, judge_messages
 
     def gateway_case(case: Case) -> None:
         answer = llm.complete([{"role": "user", "content": case["question"]}], task="agent", temperature=0)

@@ -90,7 +90,7 @@ def _profile(args: argparse.Namespace) -> None:
             result_id, token = next_queued()  # type: ignore[misc]
             run_execute_case(result_id=result_id, token=token)
     # Then as a worker runs them: each queued case's task is a lane that goes on with the
-    # run's next pending cases (runs/services/execution.py), so one call may run many.
+    # run's next pending cases (runs/engine/execution.py), so one call may run many.
     if args.steps:
         _steps(next_queued, run_execute_case)
         return
@@ -115,8 +115,8 @@ def _profile(args: argparse.Namespace) -> None:
 
 def _steps(next_queued: Callable[[], tuple[int, str] | None], run_execute_case: Callable[..., None]) -> None:
     """Wall time of each step of the lanes, wrapped where the lane calls them."""
-    from runs import engine
-    from runs.services import execution
+    from runs.engine import case as engine
+    from runs.engine import lane, saving
 
     timings: dict[str, list[float]] = collections.defaultdict(list)
 
@@ -132,14 +132,15 @@ def _steps(next_queued: Callable[[], tuple[int, str] | None], run_execute_case: 
 
         setattr(module, name, wrapper)
 
-    timed(engine, "execute")  # the agent and judge calls, through the gateway and litellm
-    timed(execution, "_result_save")  # the save's transaction, with the next case's claim
-    timed(execution, "_claimed")  # reading the next case
+    timed(engine, "ask")  # the agent's calls, through the gateway and litellm
+    timed(engine, "judge")  # the judge's calls
+    timed(saving, "result_save")  # the save's transaction, with the next case's claim
+    timed(lane, "claimed_first")  # reading the next case
     wall = time.monotonic()
     while item := next_queued():
         run_execute_case(result_id=item[0], token=item[1])
     wall = time.monotonic() - wall
-    cases = len(timings["execute"])
+    cases = len(timings["ask"])
     for name, values in timings.items():
         print(f"{name:13s} {len(values):5d} calls, median {statistics.median(values):7.2f} ms")
     print(f"{cases} cases, {wall * 1000 / cases:.1f} ms wall per case per lane (lanes run one after another here)")

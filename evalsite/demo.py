@@ -85,7 +85,10 @@ EVALUATION_CRITERIA = (
     "opening hours and contact details. Extra correct detail is fine. A vague, generic or invented answer fails."
 )
 
-# (case_id, tags, question, expected answer). The last three are not in KNOWLEDGE.
+# (case_id, tags, question, expected answer). Every expected answer states facts (so the offline
+# scorer can check it, and no expected answer describes behaviour). The last three each need a
+# fact that is not in KNOWLEDGE, next to one that is: the fact is what the knowledge should learn,
+# the whole answer is what it must not be taught (suggestions/leaks.py).
 CASES: list[tuple[str, list[str], str, str]] = [
     (
         "refund-window",
@@ -135,22 +138,22 @@ CASES: list[tuple[str, list[str], str, str]] = [
         "phone-support",
         ["support", "missing-knowledge"],
         "What is the phone number for customer support?",
-        "Phone support is available on the Team and Enterprise plans at +1 555 0142 377, "
-        "Monday to Friday, 08:00 to 20:00 CET.",
+        "Phone support is on +1 555 0142 377 for customers on the Team and Enterprise plans. "
+        "Support answers Monday to Friday, 08:00 to 20:00 CET.",
     ),
     (
         "enterprise-sla-credit",
         ["sla", "missing-knowledge"],
         "How much service credit do Enterprise customers get when the uptime SLA is missed?",
-        "Enterprise customers get a credit of 10% of the monthly fee when uptime falls below 99.95%, "
-        "and 25% when it falls below 99.0%.",
+        "Enterprise customers get a service credit of 10% of the monthly fee when uptime falls below 99.95%, "
+        "and 25% when it falls below 99.0%. Credits must be requested within 30 days of the incident.",
     ),
     (
         "nonprofit-discount",
         ["pricing", "missing-knowledge"],
-        "Do you offer a discount for non-profit organisations?",
-        "Yes: registered non-profit organisations get 50% off the Team plan. "
-        "They apply by emailing billing@acme-cloud.example with proof of their status.",
+        "Do you offer a discount on the Team plan for non-profit organisations?",
+        "Yes: registered non-profit organisations get 50% off the Team plan. They apply by emailing "
+        "billing@acme-cloud.example with proof of their status. The Team plan otherwise costs $79 per month.",
     ),
 ]
 

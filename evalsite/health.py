@@ -30,6 +30,16 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"ok": ok, **checks}, status=200 if ok else 503)
 
 
+def redis_check() -> dict[str, Any]:
+    """Whether Redis answers, as /healthz says it (the run page's stall note reads it too)."""
+    return _redis()
+
+
+def worker_check() -> dict[str, Any]:
+    """Whether a worker is alive, as /healthz says it."""
+    return _worker()
+
+
 def _database() -> dict[str, Any]:
     try:
         with connection.cursor() as cursor:

@@ -8,17 +8,24 @@
   Under /api/ the answer is JSON, elsewhere a short page (or text for htmx requests).
 - `ApiJsonErrorsMiddleware`: under /api/, a 404, 405 or 500 that did not come from the API
   itself (an unknown path, a wrong method Django refused, an unexpected error) is JSON too.
+- `DatabaseOutageMiddleware`: a request that lost its database connection (a restarted
+  PostgreSQL, a terminated session) is run once more when it only reads (GET, HEAD), on a
+  fresh connection; otherwise, or if that fails too, it answers 503 with Retry-After and a
+  page that reloads itself, never a 500.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
 from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
 from django.core.exceptions import BadRequest
+from django.core.signals import got_request_exception
+from django.db import InterfaceError, OperationalError, connections
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 
@@ -175,3 +182,89 @@ _API_ERRORS = {
     405: "Method not allowed.",
     500: "Internal server error. The details are in the server log.",
 }
+
+
+# Errors of a database that is out of reach (a lost connection, a restart, a terminated
+# session); not a query's own mistakes (IntegrityError, ProgrammingError), which stay 500s.
+DATABASE_LOST = (OperationalError, InterfaceError)
+RETRY_AFTER_SECONDS = 5
+# A read is tried again on fresh connections for this long before it is answered 503: a
+# PostgreSQL restart refuses connections for a few seconds (the chaos table's poller saw
+# 503s while it restarted). A pause between tries, the first one at once.
+READ_RETRY_SECONDS = 8.0
+READ_RETRY_PAUSE = 0.5
+_LOST_ATTRIBUTE = "_evalsite_database_lost"
+DATABASE_OUTAGE_MESSAGE = "The database did not answer for a moment."
+
+
+class DatabaseOutageMiddleware:
+    """Listed before the session and authentication middleware, so a connection lost while
+    they read the session or the user is handled too. Their errors (and a view's) become a
+    500 response below this middleware; `got_request_exception`, sent with it, says which
+    error it was (and `process_exception`, for an /api/ view whose error the API middleware
+    answers without that signal)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        got_request_exception.connect(_remember_lost, dispatch_uid="evalsite-database-outage")
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if getattr(request, _LOST_ATTRIBUTE, None) is None:
+            return response
+        if request.method in ("GET", "HEAD"):
+            # A read changes nothing: run it again on a fresh connection, while the database
+            # comes back, for READ_RETRY_SECONDS at most.
+            logger.warning("Database connection lost during %s %s; trying once more", request.method, request.path)
+            deadline = time.monotonic() + READ_RETRY_SECONDS
+            while True:
+                _drop_broken_connections()
+                setattr(request, _LOST_ATTRIBUTE, None)
+                response = self.get_response(request)
+                if getattr(request, _LOST_ATTRIBUTE, None) is None:
+                    return response
+                if time.monotonic() + READ_RETRY_PAUSE >= deadline:
+                    break
+                time.sleep(READ_RETRY_PAUSE)
+        _drop_broken_connections()
+        return _unavailable(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> None:
+        if isinstance(exception, DATABASE_LOST):
+            setattr(request, _LOST_ATTRIBUTE, exception)
+
+
+def _remember_lost(sender: object, request: HttpRequest | None = None, **kwargs: object) -> None:
+    import sys
+
+    error = sys.exc_info()[1]
+    if request is not None and isinstance(error, DATABASE_LOST):
+        setattr(request, _LOST_ATTRIBUTE, error)
+
+
+def _drop_broken_connections() -> None:
+    """Close the connections that can no longer be used, so the next query opens a fresh one.
+    Not one inside a transaction (a test's): closing it would end the transaction."""
+    for connection in connections.all(initialized_only=True):
+        if not connection.in_atomic_block:
+            connection.close_if_unusable_or_obsolete()
+
+
+def _unavailable(request: HttpRequest) -> HttpResponse:
+    if request.method in ("GET", "HEAD"):
+        advice = f"This page reloads itself in {RETRY_AFTER_SECONDS} seconds."
+    else:
+        advice = "What you sent may not have been saved: check, then send it again."
+    message = f"{DATABASE_OUTAGE_MESSAGE} {advice}"
+    if _is_api(request):
+        response: HttpResponse = JsonResponse({"detail": message}, status=503)
+    elif request.headers.get("HX-Request"):
+        # htmx leaves the page as it is on an error answer; a polling part asks again on its own.
+        response = HttpResponse(message, status=503, content_type="text/plain; charset=utf-8")
+    else:
+        # Rendered without the request: the session and the user live in the database.
+        context = {"advice": advice, "seconds": RETRY_AFTER_SECONDS, "reload": request.get_full_path()}
+        response = HttpResponse(render_to_string("503.html", context), status=503)
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    response["Cache-Control"] = "no-store"
+    return response

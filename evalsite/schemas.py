@@ -1,7 +1,9 @@
 """Shared API schema bases."""
 
+from typing import Annotated
+
 from ninja import Schema
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 
 
 class StrictSchema(Schema):
@@ -12,3 +14,9 @@ class StrictSchema(Schema):
     """
 
     model_config = ConfigDict(extra="forbid")
+
+
+# A database id in a request body or query: past 2**63 - 1 the database refuses the number (a
+# 500 on `pk__in`); bounded, such a value is a 422 like any other bad input.
+MAX_ID = 2**63 - 1
+Id = Annotated[int, Field(ge=1, le=MAX_ID)]

@@ -98,6 +98,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "evalsite.middleware.ApiJsonErrorsMiddleware",
     "evalsite.middleware.NulBytesMiddleware",
+    "evalsite.middleware.DatabaseOutageMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -149,6 +150,17 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Tests that drive a real Celery worker need a test database the worker can open too:
     # a file, one per test process so that parallel test runs never share it.
     DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / f"test-{os.getpid()}.sqlite3")}
+
+# A client that can no longer be reached (a worker host cut off from the network mid-save)
+# leaves its transaction open with its row locks, a run's row among them: every worker saving
+# a case of that run, and the reaper, would wait on it until TCP gives up (hours). PostgreSQL
+# ends a session idle inside a transaction for this many seconds (0: never). Evalsite never
+# waits on a model or a user inside a transaction; its transactions last milliseconds.
+DATABASE_IDLE_IN_TRANSACTION_TIMEOUT = env_int("DATABASE_IDLE_IN_TRANSACTION_TIMEOUT", 20)
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DATABASE_IDLE_IN_TRANSACTION_TIMEOUT > 0:
+    DATABASES["default"].setdefault("OPTIONS", {})["options"] = (
+        f"-c idle_in_transaction_session_timeout={DATABASE_IDLE_IN_TRANSACTION_TIMEOUT * 1000}"
+    )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -222,11 +234,14 @@ BROKER_URL = REDIS_URL or f"redis+socket://{EMBEDDED_REDIS_SOCKET}"
 REDIS_CLIENT_URL = BROKER_URL.replace("redis+socket://", "unix://", 1)
 
 # Shared by every web process, so login throttling counts attempts across gunicorn workers.
+# A Redis that cannot be reached is a cache miss, never an error page (evalsite/cache.py);
+# the timeouts keep one that does not answer from holding a request.
 CACHES = {
     "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "BACKEND": "evalsite.cache.ForgivingRedisCache",
         "LOCATION": REDIS_CLIENT_URL,
         "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "evalsite"),
+        "OPTIONS": {"socket_connect_timeout": 1.0, "socket_timeout": 2.0},
     }
 }
 

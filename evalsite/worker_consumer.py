@@ -15,7 +15,7 @@ The fix restores the unacknowledged messages *before* Celery's cleanup, while th
 can still reach its transport's settings. Redis is usually down at that moment, so the
 restore fails with a connection error (logged) and the messages are forgotten; either way
 the close that follows finds nothing left to restore. Nothing is lost: late acks plus the database
-reaper re-queue every case whose message was lost (runs/services/reaper.py).
+reaper re-queue every case whose message was lost (runs/engine/reaper.py).
 
 A second path to the same end: a task that finishes (or is cancelled) around the loss has
 its ack or reject queued on the event loop, which runs it after the reconnect, on the
@@ -24,10 +24,18 @@ message's old channel, which the close above detached from its connection
 the worker the same way. `call_soon_ack` drops such an ack or reject (logged): that
 channel's deliveries went with its connection (restored or forgotten above), and the
 case's database row, not the message, says whether it still has to run.
+
+After the loss, Celery ends every task the worker was running (late acks: "cannot be
+acknowledged after a connection loss ... Terminating it instead"). The worker records the
+loss in the database (evalsite/workers.py broker_lost_record), so the reaper takes those
+cases back as soon as it runs again, not after the 120 s stale-claim timeout: the worker is
+alive and beating, so nothing else would say its claims are dead (issue 35). And it
+reconnects every 1-2 s (RECONNECT_INTERVALS) rather than after kombu's 2, 4, 6... s.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -37,10 +45,24 @@ from celery.worker.consumer import Consumer as CeleryConsumer
 logger = logging.getLogger(__name__)
 
 
+# Reconnecting to the broker: at once, then every 1 s, 2 s at most (kombu's default waits 2 s,
+# then 4, 6... up to 30: a Redis back after 3 s was reconnected to after 6).
+RECONNECT_INTERVALS = {"interval_start": 1, "interval_step": 1, "interval_max": 2}
+
+
 class Consumer(CeleryConsumer):
     def on_connection_error_after_connected(self, exc: Exception) -> None:
         _restore_unacked_early(self.connection)
         super().on_connection_error_after_connected(exc)
+        # Celery has now ended every task it ran (late acks; "Terminating it instead"): their
+        # cases are taken back by the reaper as soon as it runs, not at their claims' timeout.
+        from evalsite import workers
+
+        workers.broker_lost_record()
+
+    def ensure_connected(self, conn: Any) -> Any:
+        conn.ensure_connection = functools.partial(conn.ensure_connection, **RECONNECT_INTERVALS)
+        return super().ensure_connected(conn)
 
     def call_soon_ack(self, p: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return super().call_soon_ack(_unless_channel_closed(p), *args, **kwargs)

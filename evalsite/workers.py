@@ -17,7 +17,7 @@ import os
 import socket
 import threading
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connections
@@ -33,7 +33,7 @@ _stop = threading.Event()
 # One byte shared by the worker's main process and every pool child it forks (an anonymous
 # mapping is MAP_SHARED, and a fork keeps it shared): set when a warm shutdown begins, so a
 # child running a lane of a run stops taking the run's next cases and hands them on to
-# another worker (runs/services/execution.py) instead of running on for its lane time.
+# another worker (runs/engine/execution.py) instead of running on for its lane time.
 _shutting_down = mmap.mmap(-1, 1)
 
 
@@ -84,6 +84,48 @@ def _beat() -> None:
         except Exception:  # a database blip: the next beat tries again on a fresh connection
             logger.warning("Worker heartbeat failed", exc_info=True)
             connections.close_all()
+
+
+# Claims made up to this long after the loss was noted are taken back too: a case's claim
+# refresh, in a pool child Celery was ending at that moment, may land just after it.
+BROKER_LOSS_MARGIN = timedelta(seconds=1)
+
+
+def broker_lost_record() -> None:
+    """In the worker's main process, when its broker connection is lost and Celery has ended
+    the tasks it was running (late acks: they cannot be acknowledged on the lost connection):
+    say so in the database, so the reaper takes their cases back as soon as it runs (after the
+    reconnect, or on another worker) instead of waiting out their claims' timeout.
+
+    From a thread of its own, with its own connection: the main process must not hold one when
+    the pool forks a child to replace an ended one (evalsite/celery.py worker_start)."""
+    if not WORKER_ID:
+        return
+
+    def record() -> None:
+        try:
+            lost_at = timezone.now() + BROKER_LOSS_MARGIN
+            WorkerHeartbeat.objects.filter(name=WORKER_ID).update(broker_lost_at=lost_at)
+        except Exception:  # the database is out of reach too: the claims' timeout still applies
+            logger.warning("Could not record the lost broker connection", exc_info=True)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=record, name="worker-broker-lost", daemon=True)
+    thread.start()
+    thread.join(timeout=10)
+
+
+def broker_losses() -> dict[str, datetime]:
+    """Workers that lost their broker connection and were not yet reconciled: name -> when."""
+    rows = WorkerHeartbeat.objects.filter(broker_lost_at__isnull=False).values_list("name", "broker_lost_at")
+    return {name: lost_at for name, lost_at in rows if lost_at is not None}
+
+
+def broker_losses_forget(losses: dict[str, datetime]) -> None:
+    """The reaper has taken these claims back: forget the losses, unless one happened again."""
+    for name, lost_at in losses.items():
+        WorkerHeartbeat.objects.filter(name=name, broker_lost_at=lost_at).update(broker_lost_at=None)
 
 
 def live_worker_ids() -> list[str]:

@@ -14,7 +14,6 @@ from django.core.exceptions import ValidationError
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
@@ -23,7 +22,7 @@ from agents.selectors import agent_get_for_user
 from datasets.documents import download_response
 from datasets.models import Dataset, Document
 from datasets.upload_forms import UploadSizeGuard
-from datasets.view_helpers import add_service_errors, install_upload_guard
+from datasets.view_helpers import add_service_errors, size_guarded
 from evalsite.http import AuthedRequest
 from playground import services
 from playground.forms import MessageForm, SaveCaseForm
@@ -107,15 +106,10 @@ def _recent_chats(request: AuthedRequest, agent: Agent) -> list[dict[str, Any]]:
     return sorted(firsts.values(), key=lambda row: row["created_at"], reverse=True)[:8]
 
 
-@csrf_exempt
 @login_required
 @require_POST
-def send(request: AuthedRequest, agent_id: int) -> HttpResponse:
-    return _send(request, agent_id, install_upload_guard(request))
-
-
-@csrf_protect
-def _send(request: AuthedRequest, agent_id: int, guard: UploadSizeGuard) -> HttpResponse:
+@size_guarded
+def send(request: AuthedRequest, agent_id: int, guard: UploadSizeGuard) -> HttpResponse:
     agent = _get_agent_for_user(request, agent_id)
     form = MessageForm(request.POST, agent=agent)
     chat = _chat_id(request.POST.get("chat"))

@@ -1,11 +1,11 @@
 """The agreement chart over time: one bar per run with reviews (the judge-reviewer
 agreement rate), drawn by templates/reviews/partials/agreement_chart.html. Geometry
-only, as runs/charts.py."""
+only, as runs/reports/charts.py."""
 
 from __future__ import annotations
 
 from reviews.selectors import AgreementPoint
-from runs.charts import Bar, Chart
+from runs.reports.charts import Bar, Chart
 
 MAX_POINTS = 12
 

@@ -7,12 +7,13 @@ from typing import Any
 
 
 def register() -> None:
-    from runs import exporters, selectors
+    from runs import selectors
+    from runs.reports import exporters
 
     if any(getattr(item, "prefetch_to", None) == "reviews" for item in selectors.CARD_PREFETCHES):
         return  # ready() ran twice (the test runner may call it again)
     from reviews.selectors import alignment_examples, reviews_prefetch
-    from runs.judging import register_alignment_examples_provider
+    from runs.judging.configs import register_alignment_examples_provider
 
     # The judge's worked examples (a dataset's opt-in setting): its reviewers' overrides.
     register_alignment_examples_provider(alignment_examples)

@@ -1,11 +1,14 @@
 """The review queue: unreviewed results, the ones where the judge is most likely wrong first.
 
 Each result gets every reason that applies; its place comes from the most doubtful one
-(REASONS is in that order), then from how close its score is to the pass line. A seeded
+(REASONS is in that order), then from how close its score is to the pass line. A verdict the
+judge itself did not hold when asked again near the line (its samples on both sides of it) is
+the most doubtful of all; "near the line" means what runs.judging.stability means by it: a point up or
+down would change the verdict (a 6 or a 7.5 at a line of 7, not an 8). A seeded
 sample of the confident rest follows, so agreement is not measured on hard cases only:
 the same run (or agent) always shows the same sample.
 
-The judge reports no confidence (runs/scoring.py asks for a score, a verdict and
+The judge reports no confidence (runs/judging/scoring.py asks for a score, a verdict and
 reasoning), so there is no "low confidence" reason: judge errors stand for it.
 """
 
@@ -19,18 +22,19 @@ from django.contrib.auth.models import User
 
 from reviews.models import Review
 from reviews.selectors import reviews_prefetch
+from runs.judging import stability
+from runs.judging.scoring import GATING_SCORERS
 from runs.models import Result, Run
-from runs.scoring import GATING_SCORERS
 
 REASONS = {
+    "unstable": "The judge changed its verdict when asked again",
     "judge_error": "The judge failed on an answer",
     "contradiction": "The judge contradicts the deterministic scorers",
     "repeats_disagree": "Repeats of the case disagree",
     "smoke_disagree": "A smoke variant disagrees with the original",
-    "near_threshold": "Score within 1 point of the pass line",
+    "near_threshold": "Within 1 point of the pass line: a point either way changes the verdict",
     "sample": "Random sample of confident results",
 }
-NEAR = 1.0
 HIGH, LOW = 9.0, 2.0  # a judge score this high (low) while the text scorers say the opposite
 SIMILAR_NEAR_ZERO, SIMILAR_HIGH = 0.1, 0.8
 SAMPLE_SHARE, SAMPLE_MIN = 0.1, 3
@@ -100,6 +104,10 @@ def _flag(results: list[Result], run: Run) -> dict[int, QueueItem]:
             item.reasons.append("judge_error")
             item.details.append(result.error)
             continue
+        if result.judge_stable is False:
+            item.reasons.append("unstable")
+            samples = ", ".join(f"{sample:g}" for sample in result.judge_samples)
+            item.details.append(f"Asked {len(result.judge_samples)} times: {samples} (pass at {threshold:g})")
         if detail := _contradiction(result, threshold):
             item.reasons.append("contradiction")
             item.details.append(detail)
@@ -110,7 +118,7 @@ def _flag(results: list[Result], run: Run) -> dict[int, QueueItem]:
         if result.variant and original is not None and original.is_finished and original.status != result.status:
             item.reasons.append("smoke_disagree")
             item.details.append(f"The original question: {original.get_status_display().lower()}")
-        if result.score is not None and abs(result.score - threshold) <= NEAR:
+        if result.score is not None and stability.near_threshold(result.score, threshold):
             item.reasons.append("near_threshold")
             item.details.append(f"{result.score:g}/10, pass at {threshold:g}")
     return items

@@ -15,7 +15,7 @@ from agents.models import Agent
 from datasets.models import Dataset
 from reviews.agreement import Agreement, Pair, ReviewerAgreement, agreement, reviewer_agreement
 from reviews.models import CaseEdit, Review
-from runs.models import Result, Run
+from runs.models import JudgeConfig, Result, Run
 
 JUDGED = (Result.Status.PASS, Result.Status.FAIL)
 # The agreement pages read the reviewed results of this many of an agent's latest runs.
@@ -26,7 +26,7 @@ AGENT_QUEUE_RUNS = 10
 
 def judge_key(run: Run) -> tuple[str, str]:
     """Which judge configuration scored the run: (key, readable label). The run's JudgeConfig
-    (its fingerprint and label, runs.judging); a run from before judges were recorded falls
+    (its fingerprint and label, runs.judging.configs); a run from before judges were recorded falls
     back to its judge model, scorer and a hash of its scoring settings."""
     config = run.judge_config  # callers load it with the runs (select_related)
     if config is not None:
@@ -60,12 +60,26 @@ def review_get_for_result(*, result: Result, reviewer: User) -> Review | None:
 
 @dataclass
 class RunReviewFigures:
-    requests: int  # results of the cases as written (every repeat)
+    requests: int  # results of the cases as written (every repeat) that ran
     judge_passed: int
     reviewed: int  # of those, how many at least one person reviewed
     reviewed_passed: int  # passes once the reviewers' verdicts replace the judge's where given
     overridden: int  # reviewed results where the (latest) reviewer disagrees with the judge
     reviewers: ReviewerAgreement
+    # Results the offline scorer abstained on ("Needs a judge model"): out of the judge's figure,
+    # and out of the reviewed one until a person gives them a verdict.
+    abstained: int = 0
+    abstained_reviewed: int = 0
+
+    @property
+    def judge_counted(self) -> int:
+        return self.requests - self.abstained
+
+    @property
+    def reviewed_counted(self) -> int:
+        return self.requests - self.abstained + self.abstained_reviewed
+
+    not_run: int = 0  # results a stop (by hand or at the budget) left unrun: in no figure
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -74,6 +88,10 @@ class RunReviewFigures:
             "reviewed": self.reviewed,
             "reviewed_passed": self.reviewed_passed,
             "overridden": self.overridden,
+            "abstained": self.abstained,
+            "judge_counted": self.judge_counted,
+            "reviewed_counted": self.reviewed_counted,
+            "not_run": self.not_run,
             "between_reviewers": {
                 "results": self.reviewers.results,
                 "pairs": self.reviewers.pairs,
@@ -99,17 +117,24 @@ def run_review_figures(*, run: Run) -> RunReviewFigures:
         .values_list("id", "status", "reviews__id", "reviews__passed", "reviews__updated_at")
     )
     statuses: dict[int, str] = {}
+    not_run: set[int] = set()
     by_result: dict[int, list[tuple[Any, int, bool]]] = defaultdict(list)
     for result_id, status, review_id, passed, updated_at in rows:
+        if status not in Result.FINISHED_STATUSES:  # not run (yet): stopped, skipped, pending
+            not_run.add(result_id)
+            continue
         statuses[result_id] = status
         if review_id is not None:
             by_result[result_id].append((updated_at, review_id, passed))
-    judge_passed = reviewed_passed = overridden = 0
+    judge_passed = reviewed_passed = overridden = abstained = abstained_reviewed = 0
     for result_id, status in statuses.items():
         judge_pass = status == Result.Status.PASS
         judge_passed += judge_pass
         reviews = by_result.get(result_id)
         verdict = max(reviews)[2] if reviews else None  # the latest review counts
+        if status == Result.Status.ABSTAINED:
+            abstained += 1
+            abstained_reviewed += verdict is not None
         reviewed_passed += judge_pass if verdict is None else verdict
         overridden += verdict is not None and (status not in JUDGED or verdict != judge_pass)
     return RunReviewFigures(
@@ -118,7 +143,10 @@ def run_review_figures(*, run: Run) -> RunReviewFigures:
         reviewed=len(by_result),
         reviewed_passed=reviewed_passed,
         overridden=overridden,
+        abstained=abstained,
+        abstained_reviewed=abstained_reviewed,
         reviewers=reviewer_agreement([[passed for _, _, passed in reviews] for reviews in by_result.values()]),
+        not_run=len(not_run),
     )
 
 
@@ -152,6 +180,9 @@ class AgreementGroup:
     runs: int = 0
     disagreements: list[Disagreement] = field(default_factory=list)
     tags: list[tuple[str, Agreement]] = field(default_factory=list)
+    # The configuration itself (None for runs from before judges were recorded): its
+    # preflight and model identity are shown beside the figures.
+    config: JudgeConfig | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -221,6 +252,7 @@ def agreement_groups(*, runs: list[Run], tag: str = "") -> list[AgreementGroup]:
     groups = [_group(key, labels[key], rows) for key, rows in grouped.items()]
     for group in groups:
         group.runs = len(run_keys[group.key])
+        group.config = grouped[group.key][0][1].judge_config
     return sorted(groups, key=lambda group: -group.figures.reviewed)
 
 
@@ -282,7 +314,7 @@ def case_edits_for(*, case_ids: list[int]) -> dict[int, list[CaseEdit]]:
 
 def alignment_examples(dataset: Dataset, limit: int) -> list[dict[str, Any]]:
     """The dataset's newest reviewer overrides (the reviewer's verdict is not the judge's), as
-    the judge's worked examples (runs.judging.register_alignment_examples_provider). The expected
+    the judge's worked examples (runs.judging.configs.register_alignment_examples_provider). The expected
     answer is the case's current one: a correction from a card counts."""
     overrides = (
         Review.objects.filter(result__run__dataset=dataset, agrees=False)

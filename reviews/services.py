@@ -32,11 +32,13 @@ def review_save(
 ) -> Review:
     """Agree with the judge, or override its verdict (and optionally its score). A second
     review by the same person replaces the first."""
-    if result.status not in (*JUDGED, Result.Status.ERROR):
+    # An error or an abstention ("Needs a judge model") has no verdict to agree with: a
+    # person's own verdict is exactly what it lacks.
+    if result.status not in (*JUDGED, Result.Status.ERROR, Result.Status.ABSTAINED):
         raise ValidationError("Only finished results can be reviewed.")
     if agrees:
         if result.status not in JUDGED:
-            raise ValidationError("The judge gave no verdict here (an error): give yours instead of agreeing.")
+            raise ValidationError("The judge gave no verdict here: give yours instead of agreeing.")
         passed, score = result.status == Result.Status.PASS, None
     elif passed is None:
         raise ValidationError("Say whether the answer passes or fails.")

@@ -64,6 +64,23 @@ def run_queue(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespons
 
 @login_required
 @require_GET
+def agent_panel(request: AuthedRequest, agent_id: int) -> HttpResponse:
+    """The agent page's judge agreement panel: the agent page loads it after the page (agents
+    sits below reviews, so its view cannot read reviews' figures)."""
+    agent = agent_get_for_user(user=request.user, agent_id=agent_id)
+    runs = selectors.agent_agreement_runs(agent=agent)
+    groups = selectors.agreement_groups(runs=runs)
+    context = {
+        "agent": agent,
+        "group": groups[0] if groups else None,
+        "configurations": len(groups),
+        "chart": charts.agreement_chart(selectors.agreement_over_time(runs=runs)),
+    }
+    return render(request, "reviews/partials/agent_panel.html", context)
+
+
+@login_required
+@require_GET
 def run_figures(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
     """The run's reviewed figures beside the judge's: the run page loads them after the page
     (its query budget stays the cards'), and again after each review saved on it."""

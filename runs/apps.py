@@ -12,7 +12,7 @@ class RunsConfig(AppConfig):
 
         register_before_agent_delete(run_on_agent_delete)
         from datasets.services import register_scoring_changed_hook
-        from runs.judging import dataset_scoring_changed
+        from runs.judging.configs import dataset_scoring_changed
 
         # Each change of a dataset's scoring settings makes its new judge configuration.
         register_scoring_changed_hook(dataset_scoring_changed)

@@ -13,14 +13,14 @@ from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
 from agents.models import Agent, AgentVersion
 from agents.selectors import agent_get_for_user
-from datasets.coverage import rule_map_start
+from datasets.coverage import rule_map_adopt, rule_map_start
 from datasets.generation.services import MAX_CASES, dataset_generate_more
 from datasets.models import Dataset, RuleMap
 from datasets.selectors import dataset_get
 from evalsite import llm
 from evalsite.http import AuthedRequest
-from runs.coverage import coverage_summary, coverage_view
 from runs.models import Run
+from runs.reports.coverage import coverage_summary, coverage_view
 
 
 def _get_dataset_for_user(request: AuthedRequest, agent_id: int, dataset_id: int) -> tuple[Agent, Dataset]:
@@ -89,6 +89,26 @@ def coverage_map(request: AuthedRequest, agent_id: int, dataset_id: int) -> Http
         messages.error(request, " ".join(error.messages))
     else:
         messages.success(request, "Mapping the cases to the rules with the model. This page updates when it is done.")
+    url = _page_url(agent, dataset, version)
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+@login_required
+@require_POST
+def coverage_adopt(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
+    """Use the model's map that was kept as a proposal because it ties fewer rules than the word map."""
+    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
+    version = _version(request, agent)
+    raw = request.POST.get("map", "")
+    rule_map = RuleMap.objects.filter(pk=int(raw), dataset=dataset, version=version).first() if raw.isdigit() else None
+    if rule_map is None:
+        raise Http404("No such map")
+    try:
+        rule_map_adopt(rule_map=rule_map)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        messages.success(request, "The model's map is used for this version's coverage now.")
     url = _page_url(agent, dataset, version)
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 

@@ -14,8 +14,10 @@ from agents.selectors import agent_get_for_user
 from datasets.models import Document
 from evalsite.http import AuthedRequest
 from evalsite.links import site_url
-from runs import engine, exporters, selectors, xlsx_export
+from runs import selectors
+from runs.engine import case as engine
 from runs.models import Run
+from runs.reports import exporters, xlsx_export
 
 
 def _get_run_for_user(request: AuthedRequest, agent_id: int, run_id: int) -> tuple[Agent, Run]:

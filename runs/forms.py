@@ -8,6 +8,7 @@ from typing import Any, Literal
 from django import forms
 
 from agents.models import Agent, AgentVersion
+from evalsite.paging import MAX_OFFSET
 from runs.models import JudgeConfig, Run
 from runs.selectors import FILTERS, SORTS
 
@@ -47,7 +48,12 @@ class RescoreForm(forms.Form):
         self.run = run
         choices: list[tuple[Any, str]] = [("", "Current dataset settings")]
         if run.judge_config is not None and run.dataset_id:
-            choices.append((run.judge_config.number, f"{run.judge_config.label} (this run's judge)"))
+            choices.append(
+                (
+                    run.judge_config.number,
+                    f"{run.judge_config.label} (this run's judge) · fingerprint {run.judge_config.short_fingerprint}",
+                )
+            )
         field = self.fields["judge_config"]
         assert isinstance(field, forms.TypedChoiceField)
         field.choices = choices
@@ -69,9 +75,10 @@ class ResultViewForm(forms.Form):
 
     filter = forms.ChoiceField(choices=list(FILTERS.items()), required=False)
     sort = forms.ChoiceField(choices=list(SORTS.items()), required=False)
-    after = forms.IntegerField(min_value=0, required=False)
-    offset = forms.IntegerField(min_value=0, required=False)
-    upto = forms.IntegerField(min_value=0, required=False)
+    # Bounded: past 2**63 the database refuses the number (a 500); past MAX_OFFSET the view is the default.
+    after = forms.IntegerField(min_value=0, max_value=MAX_OFFSET, required=False)
+    offset = forms.IntegerField(min_value=0, max_value=MAX_OFFSET, required=False)
+    upto = forms.IntegerField(min_value=0, max_value=MAX_OFFSET, required=False)
     seen = forms.CharField(required=False, max_length=20_000)
     expand = forms.BooleanField(required=False)  # every card open ("Expand all")
 
@@ -105,7 +112,7 @@ class CompareForm(forms.Form):
             field.error_messages["invalid_choice"] = "Pick a run of this agent."
 
     def clean(self) -> dict[str, Any]:
-        from runs.comparison import runs_share_dataset
+        from runs.comparing.comparison import runs_share_dataset
 
         data = super().clean() or {}
         a, b = data.get("a"), data.get("b")
@@ -133,8 +140,8 @@ class MatrixForm(forms.Form):
         field.error_messages["invalid_choice"] = "Pick runs of this agent."
 
     def clean_runs(self) -> list[Run]:
-        from runs.comparison import runs_share_dataset
-        from runs.matrix import MAX_RUNS
+        from runs.comparing.comparison import runs_share_dataset
+        from runs.comparing.matrix import MAX_RUNS
 
         runs = list(self.cleaned_data["runs"])
         if not 2 <= len(runs) <= MAX_RUNS:
@@ -144,18 +151,29 @@ class MatrixForm(forms.Form):
         return runs
 
 
+BUDGET_CAP_MIN = Decimal("0.000001")
+
+
 class RunStartForm(forms.Form):
-    """The start dialog: a one-time key and the run's cost cap (blank: no cap)."""
+    """The start dialog: a one-time key, the run's cost cap (blank: no cap), and whether to start
+    with a judge that failed its preflight."""
 
     request_key = forms.CharField(required=False, max_length=64)
+    # To the millionth of a dollar, as Run.budget_cap keeps it: a small run on a cheap model
+    # costs less than a cent, and a cap of $0.005 is a real cap for it.
     budget_cap = forms.DecimalField(
         required=False,
-        min_value=Decimal("0.01"),
+        min_value=BUDGET_CAP_MIN,
         max_digits=12,
-        decimal_places=2,
+        decimal_places=6,
         label="Stop the run when it has cost (USD)",
-        error_messages={"min_value": "Enter a cap of at least $0.01, or leave it empty for no cap."},
+        error_messages={
+            "min_value": "Enter a cap above $0 (such as 0.005 or 2.50), or leave it empty for no cap.",
+            "max_decimal_places": "Enter a cap to at most 6 decimal places (a millionth of a dollar).",
+        },
     )
+    # Shown once the judge failed its preflight: start anyway, the run marked so.
+    allow_failed_preflight = forms.BooleanField(required=False)
 
     def cap(self) -> Decimal | None | Literal["team"]:
         """The cap asked for; "team" (the team's default) when the form did not send the field."""

@@ -1,4 +1,5 @@
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -11,7 +12,7 @@ class JudgeConfig(models.Model):
     """What made a score: a dataset's judge model, prompt template, criteria, threshold, scorer set,
     re-sample count and alignment examples at one point in time, numbered per dataset (v1, v2...).
 
-    Made by runs.judging.judge_config_for (get-or-create on the fingerprint, a sha256 of all of
+    Made by runs.judging.configs.judge_config_for (get-or-create on the fingerprint, a sha256 of all of
     them), so the same settings always map to the same configuration and any change makes a new one.
     """
 
@@ -33,6 +34,14 @@ class JudgeConfig(models.Model):
     examples = models.JSONField(default=list, blank=True)
     # The Run.scoring keys this configuration sets (a re-score lays them over its source run's).
     settings = models.JSONField(default=dict, blank=True)
+    # What the model server says it runs behind judge_model (its reported model id, system
+    # fingerprint or model metadata), read at Test connection, preflight or first call; part of
+    # the fingerprint, so a model swapped behind one alias is a new configuration.
+    model_identity = models.CharField(max_length=300, blank=True)
+    # The judge's preflight on the calibration set (runs.judging.preflight): "" not run, "passed" or "failed",
+    # with what the judge did on each item, its cost and when.
+    preflight_status = models.CharField(max_length=8, blank=True)
+    preflight = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -89,7 +98,7 @@ class Run(models.Model):
     replayed = False
     # Shown while the run's summary is being written (it is written after the run completes).
     SUMMARY_PENDING_NOTE = "Writing the summary…"
-    # Run.stop_reason of a run stopped by its cost cap (runs/services/budget.py).
+    # Run.stop_reason of a run stopped by its cost cap (runs/engine/budget.py).
     BUDGET_REACHED = "budget reached"
 
     agent = models.ForeignKey("agents.Agent", on_delete=models.CASCADE, related_name="runs")
@@ -104,7 +113,7 @@ class Run(models.Model):
     # Scoring settings copied from the dataset at creation (criteria, threshold, repeats, ...).
     scoring = models.JSONField(default=dict, blank=True)
     judge_model = models.CharField(max_length=200, blank=True)
-    # The judge configuration that scored this run (runs.judging): set when the run is created.
+    # The judge configuration that scored this run (runs.judging.configs): set when the run is created.
     judge_config = models.ForeignKey(
         "runs.JudgeConfig", on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
     )
@@ -120,20 +129,32 @@ class Run(models.Model):
     passed = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
     errored = models.PositiveIntegerField(default=0)
+    # Results the offline scorer could not check ("Needs a judge model"): neither pass nor fail.
+    abstained = models.PositiveIntegerField(default=0)
+    # Started although its judge configuration failed preflight: said on every page, export,
+    # API answer and evalrun's exit code.
+    judge_failed_preflight = models.BooleanField(default=False)
     average_score = models.FloatField(null=True, blank=True)
     # Sum of the scores counted in passed/failed, so the average is known while the run is going.
     score_total = models.FloatField(default=0)
+    # Results whose retrieval-context check failed where the dataset does not let that check fail
+    # the case: counted at the finish, so the page can say the check failed without the verdict.
+    ungated_checks_failed = models.PositiveIntegerField(default=0)
     robustness = models.FloatField(null=True, blank=True, help_text="Pass rate of smoke-test variants")
     consistency = models.FloatField(null=True, blank=True, help_text="Mean score spread across repeats")
     agent_tokens = models.PositiveIntegerField(default=0)
     judge_tokens = models.PositiveIntegerField(default=0)
     agent_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     judge_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
-    # The user-simulator's calls for scenario cases (runs/simulator.py), apart from agent and judge.
+    # The user-simulator's calls for scenario cases (runs/engine/simulator.py), apart from agent and judge.
     simulator_tokens = models.PositiveIntegerField(default=0)
     simulator_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     summary = models.TextField(blank=True)
     summary_note = models.CharField(max_length=300, blank=True)
+    # The model that wrote the summary (shown as "Written by"), and what in it disagreed with the
+    # run's own figures after one rewrite (runs/judging/summary_check.py): empty when it agreed.
+    summary_model = models.CharField(max_length=200, blank=True)
+    summary_disagreements = models.JSONField(default=list, blank=True)
 
     # The hard cost cap (USD): once agent_cost + judge_cost reaches it, no new case starts
     # and the run is Stopped with stop_reason "budget reached". None: no cap.
@@ -226,6 +247,18 @@ class RunCase(models.Model):
     def display_number(self) -> int:
         return self.number or self.position + 1
 
+    def copy_fields(self) -> dict[str, Any]:
+        """What a copy of this case in another run (a re-run, a re-score) keeps: the same
+        case as it was asked here, not as the dataset has it now."""
+        return {
+            "source_case_id": self.source_case_id,
+            "number": self.display_number,
+            "case_id": self.case_id,
+            "question": self.question,
+            "expected_answer": self.expected_answer,
+            "data": self.data,
+        }
+
 
 class Result(models.Model):
     class Status(models.TextChoices):
@@ -236,8 +269,19 @@ class Result(models.Model):
         FAIL = "fail", "Fail"
         ERROR = "error", "Error"
         SKIPPED = "skipped", "Skipped"
+        # The offline scorer cannot check this expectation (it describes behaviour, not facts):
+        # neither pass nor fail, left out of pass rates, comparisons and gates.
+        ABSTAINED = "abstained", "Needs a judge model"
 
-    FINISHED_STATUSES = (Status.PASS, Status.FAIL, Status.ERROR)
+    class ErrorKind(models.TextChoices):
+        NONE = "", "None"
+        AGENT = "agent", "Agent error"
+        JUDGE = "judge", "Judge error"
+        # The judge answered, but its answer failed the checks of runs.judging.checks (placeholder,
+        # schema text, a copy of the prompt, reasoning against its score): never a verdict.
+        JUDGE_UNUSABLE = "judge_unusable", "Judge answer unusable"
+
+    FINISHED_STATUSES = (Status.PASS, Status.FAIL, Status.ERROR, Status.ABSTAINED)
     # A scenario case when no model can play the user (runs.services.start): skipped with
     # this label, and left out of the pass rate, which counts what could run.
     NEEDS_SIMULATOR = (
@@ -252,7 +296,7 @@ class Result(models.Model):
     repeat = models.PositiveSmallIntegerField(default=0)
     # 0 is the case as written; 1..n are smoke-test paraphrases of its question.
     variant = models.PositiveSmallIntegerField(default=0)
-    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
     # The dispatch token: only the task message carrying it may claim the row, so a stale
     # or duplicated message (a Redis redelivery, a reaper re-queue) finds nothing to do.
     token = models.CharField(max_length=32, blank=True)
@@ -262,6 +306,19 @@ class Result(models.Model):
     # stops, the reaper re-queues the case at once instead of waiting out the claim's timeout.
     claimed_by = models.CharField(max_length=200, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
+
+    class RepeatCause(models.TextChoices):
+        """Why the agent (and the judge) were asked about a result again (issue 35): "after ..."."""
+
+        WORKER_LOST = "worker_lost", "a worker that stopped (killed or out of memory)"
+        WORKER_PROCESS_LOST = "redelivered", "a worker process that stopped (killed or out of memory)"
+        BROKER_LOST = "broker_lost", "a worker's lost connection to Redis"
+        NO_HEARTBEAT = "no_heartbeat", "a worker that stopped answering"
+        DATABASE = "database", "a database error"
+
+    # One entry per time the agent was asked about this result again (attempts - 1 of them):
+    # [{"cause": RepeatCause, "attempt": 2}]. Shown on the run page and in the exports.
+    repeats = models.JSONField(default=list, blank=True)
 
     question = models.TextField(blank=True, help_text="The question asked (the paraphrase for variants)")
     actual_answer = models.TextField(blank=True)
@@ -273,6 +330,10 @@ class Result(models.Model):
     verdict = models.CharField(max_length=40, blank=True)
     reasoning = models.TextField(blank=True)
     error = models.TextField(blank=True)
+    error_kind = models.CharField(max_length=16, choices=ErrorKind.choices, blank=True, default="")
+    # Which model answers ended at their token limit (finish_reason "length"), each with the
+    # limit: [{"call": "agent" | "judge", "limit": 256}]. Shown on the card, exports and API.
+    cut = models.JSONField(default=list, blank=True)
     # [{"name": "trajectory", "score": 1.0, "passed": true, "detail": "..."}]
     scorers = models.JSONField(default=list, blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
@@ -282,13 +343,13 @@ class Result(models.Model):
     judge_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     simulator_tokens = models.PositiveIntegerField(default=0)
     simulator_cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
-    # How a scenario case's conversation went ({} for scripted cases; runs/simulator.py):
+    # How a scenario case's conversation went ({} for scripted cases; runs/engine/simulator.py):
     # {"ended_by": "simulator" | "turn_limit", "goal": "reached" | "abandoned" | "",
     #  "reason": "...", "user_turns": n, "max_turns": n, "failing_turn": n | None}.
     # Its turns are in `conversation`, each with "duration_ms" (and "tool_calls" on replies).
     scenario = models.JSONField(default=dict, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # Judge stability near the threshold (runs.stability): every score the judge gave, first one
+    # Judge stability near the threshold (runs.judging.stability): every score the judge gave, first one
     # first, when it was asked again; the score above is their median. judge_stable says whether
     # all of them fell on the same side of the threshold (None: asked once).
     judge_samples = models.JSONField(default=list, blank=True)

@@ -22,6 +22,8 @@ from runs.models import Result, Run, RunCase
 # Case-level statuses. A case passes only when every repeat passed; otherwise the worst
 # finished status wins (error over fail), as in case_outcomes.
 CASE_PASS, CASE_FAIL, CASE_ERROR = "pass", "fail", "error"
+# The offline scorer could not check it (Result.Status.ABSTAINED): neither pass nor fail.
+CASE_ABSTAINED = "abstained"
 CASE_SKIPPED = "skipped"  # no repeat ran (the run was stopped or failed first)
 CASE_PENDING = "pending"  # something of the case is still to run
 _UNFINISHED = (Result.Status.PENDING, *Result.IN_FLIGHT_STATUSES)
@@ -31,6 +33,7 @@ FILTERS = {
     "passed": "Passed",
     "failed": "Failed",
     "error": "Error",
+    "abstained": "Needs a judge model",
     "not_run": "Not run",  # a stopped or failed run's cases that never ran
     "flaky": "Flaky repeats",  # its repeats in this run disagree (across runs: datasets flaky_mark)
 }
@@ -69,6 +72,8 @@ class CaseOutcome:
             return self.status == CASE_FAIL
         if name == "error":
             return self.status == CASE_ERROR
+        if name == "abstained":
+            return self.status == CASE_ABSTAINED
         if name == "not_run":
             return self.status == CASE_SKIPPED
         if name == "flaky":
@@ -76,17 +81,19 @@ class CaseOutcome:
         return True
 
 
+# A result's rank among its case's repeats (1 pass, 2 fail, 3 error, 4 abstained: _RANKED).
+_RANK_SQL = "(CASE r.status WHEN %s THEN 1 WHEN %s THEN 2 WHEN %s THEN 3 WHEN %s THEN 4 END)"
 # One row per case: its position, how many of its results are unfinished, the worst and
-# best status of its repeats (1 pass, 2 fail, 3 error), and its mean score and duration.
+# best status of its repeats (1 pass, 2 fail, 3 error, 4 abstained), and its mean score and duration.
 # Hand-written because it is the poll's hot path: on 1,000 cases it runs about three times
 # faster than the ORM's equivalent (aggregate FILTER clauses), and skips per-value converters.
 # A case's outcome from its results, the same columns for the whole run and for a page.
 _OUTCOME_COLUMNS = """  SUM(CASE WHEN r.status IN (%s, %s, %s) THEN 1 ELSE 0 END),
-  MAX(CASE WHEN r.variant = 0 THEN (CASE r.status WHEN %s THEN 1 WHEN %s THEN 2 WHEN %s THEN 3 END) END),
-  MIN(CASE WHEN r.variant = 0 THEN (CASE r.status WHEN %s THEN 1 WHEN %s THEN 2 WHEN %s THEN 3 END) END),
-  AVG(CASE WHEN r.variant = 0 AND r.status IN (%s, %s, %s) THEN r.score END),
-  AVG(CASE WHEN r.variant = 0 AND r.status IN (%s, %s, %s) THEN r.duration_ms END),
-  MIN(c.number)"""
+  MAX(CASE WHEN r.variant = 0 THEN {rank} END),
+  MIN(CASE WHEN r.variant = 0 THEN {rank} END),
+  AVG(CASE WHEN r.variant = 0 AND r.status IN (%s, %s, %s, %s) THEN r.score END),
+  AVG(CASE WHEN r.variant = 0 AND r.status IN (%s, %s, %s, %s) THEN r.duration_ms END),
+  MIN(c.number)""".replace("{rank}", _RANK_SQL)
 _OUTCOME_SQL = """
 SELECT r.case_id, MIN(c.position),
 {outcome_columns}
@@ -95,8 +102,10 @@ WHERE r.run_id = %s
 GROUP BY r.case_id
 ORDER BY 2
 """
-_RANKED = (Result.Status.PASS, Result.Status.FAIL, Result.Status.ERROR)
-_BY_RANK = {1: CASE_PASS, 2: CASE_FAIL, 3: CASE_ERROR}
+# An abstention ranks last: an offline result is the same on every repeat, so a case is
+# abstained whole; a repeat that passed beside it makes the case flaky, never a pass.
+_RANKED = (Result.Status.PASS, Result.Status.FAIL, Result.Status.ERROR, Result.Status.ABSTAINED)
+_BY_RANK = {1: CASE_PASS, 2: CASE_FAIL, 3: CASE_ERROR, 4: CASE_ABSTAINED}
 
 
 def case_outcome_list(*, run: Run, with_tags: bool = False) -> list[CaseOutcome]:
@@ -144,6 +153,7 @@ def case_filter_counts(outcomes: list[CaseOutcome]) -> dict[str, int]:
     counts = dict.fromkeys(FILTERS, 0)
     counts["all"] = len(outcomes)
     names = {CASE_PASS: "passed", CASE_FAIL: "failed", CASE_ERROR: "error", CASE_SKIPPED: "not_run"}
+    names[CASE_ABSTAINED] = "abstained"
     for outcome in outcomes:
         if outcome.status in names:
             counts[names[outcome.status]] += 1
@@ -209,9 +219,9 @@ ORDER BY c.position{limit}
 """
 # The aggregates of _CASE_ROWS_SQL again, for HAVING (PostgreSQL does not take aliases there).
 _UNFINISHED_SUM = "SUM(CASE WHEN r.status IN (%s, %s, %s) THEN 1 ELSE 0 END)"
-_WORST = "MAX(CASE WHEN r.variant = 0 THEN (CASE r.status WHEN %s THEN 1 WHEN %s THEN 2 WHEN %s THEN 3 END) END)"
-_BEST = "MIN(CASE WHEN r.variant = 0 THEN (CASE r.status WHEN %s THEN 1 WHEN %s THEN 2 WHEN %s THEN 3 END) END)"
-_RANK = {"passed": 1, "failed": 2, "error": 3}
+_WORST = f"MAX(CASE WHEN r.variant = 0 THEN {_RANK_SQL} END)"
+_BEST = f"MIN(CASE WHEN r.variant = 0 THEN {_RANK_SQL} END)"
+_RANK = {"passed": 1, "failed": 2, "error": 3, "abstained": 4}
 
 
 def _row_params() -> list[str]:
@@ -284,14 +294,14 @@ _CASE_COUNTS_SQL = """
 SELECT COUNT(*),
   SUM(CASE WHEN u = 0 AND w = 1 THEN 1 ELSE 0 END), SUM(CASE WHEN u = 0 AND w = 2 THEN 1 ELSE 0 END),
   SUM(CASE WHEN u = 0 AND w = 3 THEN 1 ELSE 0 END), SUM(CASE WHEN u = 0 AND w IS NULL THEN 1 ELSE 0 END),
-  SUM(CASE WHEN b = 1 AND w > 1 THEN 1 ELSE 0 END)
+  SUM(CASE WHEN b = 1 AND w > 1 THEN 1 ELSE 0 END), SUM(CASE WHEN u = 0 AND w = 4 THEN 1 ELSE 0 END)
 FROM (
   SELECT r.case_id, SUM(CASE WHEN r.status IN (%s, %s, %s) THEN 1 ELSE 0 END) AS u,
-    MAX(CASE WHEN r.variant = 0 THEN (CASE r.status WHEN %s THEN 1 WHEN %s THEN 2 WHEN %s THEN 3 END) END) AS w,
-    MIN(CASE WHEN r.variant = 0 THEN (CASE r.status WHEN %s THEN 1 WHEN %s THEN 2 WHEN %s THEN 3 END) END) AS b
+    MAX(CASE WHEN r.variant = 0 THEN {rank} END) AS w,
+    MIN(CASE WHEN r.variant = 0 THEN {rank} END) AS b
   FROM {result} r WHERE r.run_id = %s GROUP BY r.case_id
 ) per_case
-"""
+""".replace("{rank}", _RANK_SQL)
 
 
 StatusCounts = tuple[dict[str, int], int]  # ({status: results}, cases)
@@ -325,14 +335,16 @@ def case_counts(*, run: Run, status: StatusCounts | None = None) -> dict[str, in
             passed=by_status.get(Result.Status.PASS, 0),
             failed=by_status.get(Result.Status.FAIL, 0),
             error=by_status.get(Result.Status.ERROR, 0),
+            abstained=by_status.get(Result.Status.ABSTAINED, 0),
             not_run=by_status.get(Result.Status.SKIPPED, 0),
         )
         return counts
     sql = _CASE_COUNTS_SQL.format(result=Result._meta.db_table)
     with connections[Result.objects.db].cursor() as cursor:
-        cursor.execute(sql, [*_row_params()[:9], run.pk])
-        total, passed, failed, error, not_run, flaky = cursor.fetchone()
+        cursor.execute(sql, [*_row_params()[: 3 + 2 * len(_RANKED)], run.pk])
+        total, passed, failed, error, not_run, flaky, abstained = cursor.fetchone()
     counts.update(all=total, passed=passed or 0, failed=failed or 0, error=error or 0, not_run=not_run or 0)
+    counts["abstained"] = abstained or 0
     counts["flaky"] = flaky or 0
     return counts
 

@@ -17,32 +17,90 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from agents.models import Agent
-from runs import charts, selectors
+from runs import selectors
+from runs.engine.stall import run_stall
+from runs.judging.trust import run_trust_notes
 from runs.models import Run
+from runs.reports import charts
 
 # A finished run's charts never change: kept this long (a day) once drawn.
 CHARTS_CACHE_SECONDS = 24 * 3600
 
+# The run page's tabs (?tab=...): the result cards first, each other panel one click away.
+# Only the tab shown is read, so a panel not shown costs the page no query.
+TABS = {
+    "results": ("Results", "Results"),
+    "review": ("Human review", "Review"),
+    "charts": ("Charts", "Charts"),
+    "baseline": ("Baseline", "Baseline"),
+    "suggestions": ("Suggested changes", "Suggestions"),
+}  # name: (label, its short form on a phone)
+DEFAULT_TAB = "results"
+# The tabs that show the result cards: the review tab has its figures above them, since a
+# reviewer reviews on the cards (j / k, a, o).
+CARD_TABS = frozenset({"results", "review"})
+
+
+def tab_get(query: Any) -> str:
+    """The tab a request asks for (`?tab=`), the results when it names none we know."""
+    tab = query.get("tab", "")
+    return tab if tab in TABS else DEFAULT_TAB
+
+
+def tab_links(tab: str, case_total: int) -> list[dict[str, Any]]:
+    """The tab bar: each tab's label, its query (the results have none) and whether it is shown."""
+    return [
+        {
+            "name": name,
+            "label": label,
+            "short": short,
+            "query": "" if name == DEFAULT_TAB else f"?tab={name}",
+            "current": name == tab,
+            "count": case_total if name == DEFAULT_TAB else None,
+        }
+        for name, (label, short) in TABS.items()
+    ]
+
+
+def first_failing(items: list[tuple[Any, Any]]) -> int | None:
+    """The position of the page's first failed (or errored) case, whose card opens on load."""
+    for outcome, card in items:
+        if card is not None and outcome.status in ("fail", "error"):
+            return int(outcome.position)
+    return None
+
 
 def results_context(
-    agent: Agent, run: Run, view: dict[str, Any], *, counts: dict[str, int] | None = None
+    agent: Agent, run: Run, view: dict[str, Any], *, counts: dict[str, int] | None = None, tab: str = DEFAULT_TAB
 ) -> dict[str, Any]:
-    """One page of cards (finished cases) and slots (running ones), the filters and "load more"."""
+    """One page of cards (finished cases) and slots (running ones), the filters and "load more".
+    `tab`: the card tab they show on, which their links keep (results, the default, is left out)."""
     page = selectors.case_page_read(
         run=run, filter_name=view["filter"], sort=view["sort"], after=view["after"], offset=view["offset"]
     )
     counts = counts if counts is not None else selectors.case_counts(run=run)
     cards = {card.outcome.case_pk: card for card in selectors.case_card_list(run=run, outcomes=page.outcomes)}
-    base = {"filter": view["filter"], "sort": view["sort"], **({"expand": "1"} if view["expand"] else {})}
+    list_tab = tab if tab in CARD_TABS and tab != DEFAULT_TAB else ""
+    base = {
+        "filter": view["filter"],
+        "sort": view["sort"],
+        **({"expand": "1"} if view["expand"] else {}),
+        **({"tab": list_tab} if list_tab else {}),
+    }
     more_params = (
         {**base, "after": page.next_after} if page.next_after is not None else {**base, "offset": page.next_offset}
     )
+    # Cards for finished cases, empty slots (filled by the poll) for the rest.
+    items = [(outcome, cards.get(outcome.case_pk)) for outcome in page.outcomes]
+    first_page = not view["after"] and not view["offset"]
     return {
         "agent": agent,
         "run": run,
         "view": view,
-        # Cards for finished cases, empty slots (filled by the poll) for the rest.
-        "items": [(outcome, cards.get(outcome.case_pk)) for outcome in page.outcomes],
+        "items": items,
+        "list_tab": list_tab,
+        # The first failure is what a reader opens first: its card is open on load.
+        "open_position": first_failing(items) if first_page else None,
         "filter_tabs": filter_tabs(counts),
         "sorts": selectors.SORTS,
         "has_more": page.next_after is not None or page.next_offset is not None,
@@ -50,7 +108,7 @@ def results_context(
         "upto": page.upto if view["sort"] == "position" else None,
         "seen": selectors.seen_encode(_page_seen(run, view, page)),
         "live": run.is_active or run.summary_pending,
-        "first_page": not view["after"] and not view["offset"],
+        "first_page": first_page,
         "case_total": counts["all"],
     }
 
@@ -68,14 +126,22 @@ def _page_seen(run: Run, view: dict[str, Any], page: selectors.CasePage) -> set[
 
 
 def filter_tabs(counts: dict[str, int]) -> list[tuple[str, str, int]]:
-    return [(name, label, counts[name]) for name, label in selectors.FILTERS.items()]
+    # "Needs a judge model" only where the offline scorer abstained: a judged run has none.
+    return [
+        (name, label, counts[name])
+        for name, label in selectors.FILTERS.items()
+        if name != "abstained" or counts.get(name)
+    ]
 
 
-def live_context(agent: Agent, run: Run, view: dict[str, Any]) -> dict[str, Any]:
+def live_context(agent: Agent, run: Run, view: dict[str, Any], *, tab: str = DEFAULT_TAB) -> dict[str, Any]:
     """The poll's changes since the page's cursor: the cards of cases finished since (in the
-    range the page has loaded), slots to drop, the counts, the new cursor and the summary."""
+    range the page has loaded), slots to drop, the counts, the new cursor and the summary.
+    On a tab without the cards there are none to fill: none is read."""
     seen = selectors.seen_decode(view["seen"])
-    if view["sort"] == "position":
+    if tab not in CARD_TABS:
+        fresh = []
+    elif view["sort"] == "position":
         loaded = selectors.case_outcome_range(run=run, start=0, stop=view["upto"])
         fresh = [o for o in loaded if o.done and o.position not in seen]
         seen = {o.position for o in loaded if o.done}
@@ -94,6 +160,9 @@ def live_context(agent: Agent, run: Run, view: dict[str, Any]) -> dict[str, Any]
         "seen": selectors.seen_encode(seen),
         "settled": not run.is_active and not run.summary_pending,
         "oob": True,
+        "tab": tab,
+        "cards_shown": tab in CARD_TABS,
+        "list_tab": tab if tab in CARD_TABS and tab != DEFAULT_TAB else "",
         "fresh": bool(fresh),
         **summary_context(run, counts),
     }
@@ -106,6 +175,9 @@ def summary_context(run: Run, counts: dict[str, int]) -> dict[str, Any]:
         "repeats": repeats,
         # With repeats, the per-case figures are shown beside the per-request counts.
         "figures": selectors.run_counts(run=run, counts=counts) if repeats > 1 else None,
+        # What the figures leave out or cannot vouch for (runs/judging/trust.py), named beside them.
+        "trust": run_trust_notes(run=run),
+        "stall": run_stall(run=run),
     }
 
 

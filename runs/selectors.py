@@ -16,17 +16,19 @@ from functools import cached_property
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Case, Count, F, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
+from django.db.models import Case, Count, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Floor
 from django.shortcuts import get_object_or_404
 
 from agents.models import Agent
+from runs.judging.trust import cut_label, cut_setting
 from runs.models import DatasetBaseline, Result, Run, RunCase
 
 # A case's outcome, the run page's pages and counts, and the poll's cursor live in
 # runs/outcomes.py; every caller reads them from here.
 from runs.outcomes import (  # noqa: F401 (re-exported)
     CARDS_PER_PAGE,
+    CASE_ABSTAINED,
     CASE_ERROR,
     CASE_FAIL,
     CASE_PASS,
@@ -135,16 +137,36 @@ def run_compare_default(*, run: Run) -> Run | None:
     return run_compare_candidates(run=run).order_by(earlier_first, "-created_at", "-id").first()
 
 
-def run_reexecutions(*, run: Run) -> int:
-    """How many times this run's cases were executed again because their worker was lost
-    (kill -9, OOM, a lost broker connection): each may have asked the agent a second time."""
-    extra = Result.objects.filter(run=run, attempts__gt=1).aggregate(n=Sum(F("attempts") - 1))["n"]
-    return int(extra or 0)
+@dataclass
+class RunRepeats:
+    """How many times the agent was asked about a result again, and after what (issue 35)."""
+
+    total: int
+    causes: list[tuple[str, int]]  # (label, times), most first
+
+
+def run_repeats(*, run: Run) -> RunRepeats:
+    """Every repeat call of this run (a lost worker, a lost broker connection, a database
+    error): each asked the agent, then the judge, about the same result a second time."""
+    total = 0
+    counts: dict[str, int] = {}
+    for attempts, repeats in Result.objects.filter(run=run, attempts__gt=1).values_list("attempts", "repeats"):
+        total += attempts - 1
+        for entry in (repeats or [])[: attempts - 1]:
+            counts[entry.get("cause", "")] = counts.get(entry.get("cause", ""), 0) + 1
+    labels = dict(Result.RepeatCause.choices)
+    causes = [(labels.get(cause, "an unrecorded cause"), n) for cause, n in counts.items()]
+    unrecorded = total - sum(counts.values())
+    if unrecorded > 0:  # results from before causes were recorded
+        causes.append(("an unrecorded cause", unrecorded))
+    return RunRepeats(total=total, causes=sorted(causes, key=lambda item: -item[1]))
 
 
 def run_main_total(*, run: Run) -> int:
-    """How many results count in the pass rate: every repeat of every case, variants excluded."""
-    return Result.objects.filter(run=run, variant=0).exclude(Result.NEEDS_SIMULATOR_Q).count()
+    """How many results count in the pass rate: every repeat of every case, variants excluded,
+    and the abstentions ("Needs a judge model"), which are neither pass nor fail."""
+    results = Result.objects.filter(run=run, variant=0).exclude(Result.NEEDS_SIMULATOR_Q)
+    return results.exclude(status=Result.Status.ABSTAINED).count()
 
 
 @dataclass
@@ -169,14 +191,19 @@ class RunCounts:
     cases_skipped: int
     cases_flaky: int
     repeats: int
+    # "Needs a judge model": the offline scorer could not check them; out of every pass rate.
+    abstained: int = 0
+    cases_abstained: int = 0
 
     @property
     def pass_rate(self) -> float | None:
-        return self.passed / self.requests if self.requests else None
+        counted = self.requests - self.abstained
+        return self.passed / counted if counted else None
 
     @property
     def case_pass_rate(self) -> float | None:
-        return self.cases_passed / self.cases if self.cases else None
+        counted = self.cases - self.cases_abstained
+        return self.cases_passed / counted if counted else None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -184,6 +211,7 @@ class RunCounts:
             "passed": self.passed,
             "failed": self.failed,
             "errored": self.errored,
+            "abstained": self.abstained,
             "skipped": self.skipped,
             "pass_rate": None if self.pass_rate is None else round(self.pass_rate, 4),
             "cases": {
@@ -191,6 +219,7 @@ class RunCounts:
                 "passed": self.cases_passed,
                 "failed": self.cases_failed,
                 "errored": self.cases_errored,
+                "abstained": self.cases_abstained,
                 "skipped": self.cases_skipped,
                 "flaky": self.cases_flaky,
                 "pass_rate": None if self.case_pass_rate is None else round(self.case_pass_rate, 4),
@@ -213,6 +242,7 @@ def run_counts(
             failed=Count("id", filter=Q(status=Result.Status.FAIL)),
             errored=Count("id", filter=Q(status=Result.Status.ERROR)),
             skipped=Count("id", filter=Q(status=Result.Status.SKIPPED)),
+            abstained=Count("id", filter=Q(status=Result.Status.ABSTAINED)),
         )
     )
     cases = counts or (case_filter_counts(outcomes) if outcomes is not None else case_counts(run=run))
@@ -224,6 +254,7 @@ def run_counts(
         cases_errored=cases["error"],
         cases_skipped=cases["not_run"],
         cases_flaky=cases["flaky"],
+        cases_abstained=cases.get("abstained", 0),
         repeats=max(1, int(run.scoring.get("number_of_requests") or 1)),
     )
 
@@ -258,16 +289,31 @@ class CaseCard:
 
     @cached_property
     def failed_checks(self) -> list[dict[str, Any]]:
-        """The deterministic checks (the tool trajectory) that failed the case whatever its
-        score, one row per check (from the first attempt where it failed)."""
-        from runs.scoring import GATING_SCORERS
+        """The deterministic checks (the tool trajectory; retrieval context where the dataset says
+        so) that failed the case whatever its score, one row per check (from the first attempt
+        where it failed)."""
+        from runs.judging.scoring import GATING_SCORERS
 
         failed: dict[str, dict[str, Any]] = {}
         for attempt in self.attempts:
             for row in attempt.scorers or []:
-                if row.get("name") in GATING_SCORERS and row.get("passed") is False:
+                gates = row.get("gates") or row.get("name") in GATING_SCORERS  # rows before "gates" was stored
+                if gates and row.get("passed") is False:
                     failed.setdefault(str(row["name"]), row)
         return list(failed.values())
+
+    @cached_property
+    def cuts(self) -> list[dict[str, Any]]:
+        """The first attempt's model answers that ended at their token limit, as the card marks them."""
+        primary = self.primary
+        return [
+            {
+                "label": cut_label(cut),
+                "limit": cut.get("limit") or "limit",
+                "title": f"It ended at its token limit; raise {cut_setting(cut)} to give it room.",
+            }
+            for cut in (primary.cut if primary else None) or []
+        ]
 
     @cached_property
     def spread(self) -> float | None:

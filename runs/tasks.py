@@ -7,11 +7,18 @@ from evalsite.tasks import DATABASE_RETRY
 
 
 @shared_task(bind=True, **DATABASE_RETRY)
-def run_execute_case(self: Task, result_id: int, token: str) -> None:
+def run_execute_case(self: Task, result_id: int, token: str, asked: list[int] | None = None) -> None:
     from runs.services import run_execute_case
 
-    # A retry after a database error is this message again, not a worker that died.
-    run_execute_case(result_id=result_id, token=token, retry=self.request.retries > 0)
+    # A retry after a database error is this message again, not a worker that died. It counts
+    # an attempt for the cases this try asked the agent about: the retry's message carries
+    # them (Celery's retry sends the request's arguments again).
+    progress: set[int] = set()
+    try:
+        retry = self.request.retries > 0
+        run_execute_case(result_id=result_id, token=token, retry=retry, asked=asked or (), progress=progress)
+    finally:
+        self.request.kwargs = {**(self.request.kwargs or {}), "asked": sorted(progress)}
 
 
 @shared_task(**DATABASE_RETRY)
@@ -27,3 +34,11 @@ def run_reap() -> None:
     from runs.services import run_reap
 
     run_reap()
+
+
+@shared_task(ignore_result=True)
+def judge_config_preflight(config_id: int, force: bool = False) -> None:
+    """The judge's preflight on the calibration set, started from a page (runs/services/preflight.py)."""
+    from runs.services.preflight import judge_preflight_run
+
+    judge_preflight_run(config_id=config_id, force=force)

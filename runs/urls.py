@@ -10,6 +10,7 @@ urlpatterns = [
     path("history/", views.run_history, name="history"),
     path("start/<int:dataset_id>/", views.run_start, name="start"),
     path("start/<int:dataset_id>/dialog/", views.run_start_dialog, name="start_dialog"),
+    path("start/<int:dataset_id>/preflight/", views.run_start_preflight, name="start_preflight"),
     path("<int:run_id>/", views.run_detail, name="detail"),
     path("<int:run_id>/results/", views.run_results, name="results"),
     path("<int:run_id>/tools/", views.run_tools, name="tools"),

@@ -23,12 +23,18 @@ from agents.models import Agent
 from agents.selectors import agent_get_for_user, agent_run_blocker
 from datasets.models import Dataset
 from datasets.selectors import dataset_run_blocker
+from evalsite import paging
 from evalsite.http import AuthedRequest, is_partial
-from runs import comparison, estimate, history, run_page, selectors, services, tools
-from runs.baseline import baseline_box_get
+from runs import run_page, selectors, services
+from runs.comparing import comparison, history
+from runs.comparing.baseline import baseline_box_get
+from runs.comparing.matrix import run_matrix
+from runs.engine import estimate
 from runs.forms import CompareForm, MatrixForm, RerunForm, RescoreForm, ResultViewForm, RunStartForm
-from runs.matrix import run_matrix
+from runs.judging import configs as judging
 from runs.models import Run
+from runs.reports import tools
+from runs.services import preflight as judge_preflight
 
 RUNS_PER_PAGE = 30
 # The list poll refreshes at most this many cards (the active ones the page shows).
@@ -88,8 +94,14 @@ def run_start(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpRes
             user=request.user,
             request_key=form.cleaned_data["request_key"],
             budget_cap=form.cap(),
+            preflight=services.PREFLIGHT_REQUIRE,
+            allow_failed_preflight=form.cleaned_data["allow_failed_preflight"],
         )
     except ValidationError as error:
+        if error.code in (services.JUDGE_NOT_PREFLIGHTED, services.JUDGE_FAILED_PREFLIGHT):
+            # Said in the dialog, beside what the judge did on the calibration set.
+            form.add_error(None, error)
+            return _start_dialog(request, agent, dataset, form)
         return _error(request, error, reverse("datasets:detail", args=[agent.pk, dataset.pk]))
     messages.success(request, "Evaluation run started")
     return _navigate(request, reverse("runs:detail", args=[agent.pk, run.pk]))
@@ -97,19 +109,40 @@ def run_start(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpRes
 
 def _start_dialog(request: AuthedRequest, agent: Agent, dataset: Dataset, form: RunStartForm) -> HttpResponse:
     forecast = estimate.run_estimate(agent=agent, dataset=dataset, concurrency=settings.EVALSITE_RUN_CONCURRENCY)
+    blocker = dataset_run_blocker(dataset=dataset, case_count=forecast.cases) or agent_run_blocker(agent=agent)
+    config = judging.dataset_judge_config(dataset=dataset)
+    if not blocker and judge_preflight.judge_preflight_needed(config):
+        # The judge is checked while the user reads the estimate; the panel polls until it is done.
+        judge_preflight.judge_preflight_start(config=config)
     context = {
         "agent": agent,
         "dataset": dataset,
         "form": form,
         "estimate": forecast,
         "monthly": estimate.team_month_budget(team=agent.team),
-        "run_blocker": dataset_run_blocker(dataset=dataset, case_count=forecast.cases)
-        or agent_run_blocker(agent=agent),
+        "run_blocker": blocker,
+        "judge": config,
+        "judge_state": judge_preflight.judge_preflight_state(config=config),
     }
     if not is_partial(request):
         return render(request, "runs/run_start.html", context)
     template = "runs/partials/start_form.html" if request.method == "POST" else "runs/partials/start_dialog.html"
     return render(request, template, context)
+
+
+@login_required
+@require_GET
+def run_start_preflight(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
+    """The start dialog's judge panel while the judge's preflight runs (it polls this); 286 once done."""
+    agent = _get_agent_for_user(request, agent_id)
+    dataset = get_object_or_404(Dataset, pk=dataset_id, agent=agent)
+    config = judging.dataset_judge_config(dataset=dataset)
+    state = judge_preflight.judge_preflight_state(config=config)
+    if not is_partial(request):
+        return redirect("runs:start_dialog", agent.pk, dataset.pk)
+    context = {"agent": agent, "dataset": dataset, "judge": config, "judge_state": state}
+    status = 200 if state == "running" else HTMX_STOP_POLLING
+    return render(request, "runs/partials/preflight_panel.html", context, status=status)
 
 
 @login_required
@@ -139,7 +172,7 @@ def run_baseline(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResp
             messages.success(request, f"Run #{run.pk} is now the baseline of “{run.dataset_name}”.")
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
-    return _navigate(request, reverse("runs:detail", args=[agent.pk, run.pk]) + "#baseline")
+    return _navigate(request, reverse("runs:detail", args=[agent.pk, run.pk]) + "?tab=baseline#baseline")
 
 
 @login_required
@@ -195,7 +228,7 @@ def run_rescore(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespo
 def run_list(request: AuthedRequest, agent_id: int) -> HttpResponse:
     agent = _get_agent_for_user(request, agent_id)
     query = request.GET.get("q", "").strip()[:120]
-    page = _positive_int(request.GET.get("page"), default=1)
+    page = paging.page_number(request.GET.get("page"))
     offset = (page - 1) * RUNS_PER_PAGE
     runs = list(selectors.run_list(agent=agent, query=query)[offset : offset + RUNS_PER_PAGE + 1])
     has_more = len(runs) > RUNS_PER_PAGE
@@ -266,26 +299,49 @@ def run_detail(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespon
         return _live(request, agent, run, view)
     status = selectors.run_status_counts(run=run)
     counts = selectors.case_counts(run=run, status=status)
+    tab = run_page.tab_get(request.GET)
     context = {
-        **run_page.results_context(agent, run, view, counts=counts),
+        "agent": agent,
+        "run": run,
+        "view": view,
         **run_page.summary_context(run, counts),
-        # An active run's charts come after the page (their own request): they group every result.
-        **({"charts_lazy": True} if run.is_active else run_page.charts_context(run, status)),
+        **_tab_context(agent, run, view, tab, counts=counts, status=status),
+        "tab": tab,
+        "tabs": run_page.tab_links(tab, counts["all"]),
         "parent": run.parent,
         "related": list(selectors.run_related_list(run=run)[:10]),
         "compare_with": selectors.run_compare_default(run=run),
         "rerun_form": RerunForm(agent=agent),
         "rescore_form": RescoreForm(run=run),
-        "reexecutions": selectors.run_reexecutions(run=run),
-        "baseline_box": baseline_box_get(run=run),
+        "repeat_calls": selectors.run_repeats(run=run),
     }
     return render(request, "runs/run_detail.html", context)
+
+
+def _tab_context(
+    agent: Agent,
+    run: Run,
+    view: dict[str, Any],
+    tab: str,
+    *,
+    counts: dict[str, int],
+    status: selectors.StatusCounts,
+) -> dict[str, Any]:
+    """What the tab shown reads, and only that: the others cost the page nothing."""
+    if tab == "charts":
+        # An active run's charts come after the page (their own request): they group every result.
+        return {"charts_lazy": True} if run.is_active else run_page.charts_context(run, status)
+    if tab == "baseline":
+        return {"baseline_box": baseline_box_get(run=run)}
+    if tab in run_page.CARD_TABS:  # the review tab's figures load after the page, on their own
+        return {**run_page.results_context(agent, run, view, counts=counts, tab=tab), "cards_shown": True}
+    return {}  # the suggestions panel reads its own
 
 
 @login_required
 @require_GET
 def run_tools(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
-    """The tool-call table (runs/tools.py); the run page loads it after the page, so the
+    """The tool-call table (runs/reports/tools.py); the run page loads it after the page, so the
     page's own query budget does not grow with it."""
     agent, run = _get_run_for_user(request, agent_id, run_id)
     context = {"agent": agent, "run": run, "tool_rows": tools.run_tool_table(run=run)}
@@ -303,17 +359,29 @@ def run_charts(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespon
     return render(request, "runs/partials/charts.html", context)
 
 
+RUN_FINISHED_EVENT = "run-finished"
+
+
 def _live(request: AuthedRequest, agent: Agent, run: Run, view: dict[str, Any]) -> HttpResponse:
-    context = run_page.live_context(agent, run, view)
+    tab = run_page.tab_get(request.GET)
+    context = run_page.live_context(agent, run, view, tab=tab)
     settled = context["settled"]
-    if settled or (context.pop("fresh") and not run.is_active):
+    context.pop("fresh")
+    if not run.is_active and tab == "charts":
+        # Every response once the run is over carries the final charts, so the header and the
+        # charts never disagree while the summary is still being written (they are cached).
         context.update(run_page.charts_context(run, context["status_counts"]))
     if not run.is_active and request.GET.get("panel") == SUGGESTIONS_WAITING:
         # The page still shows "suggestions come when the run finishes": this response, which
         # is the first to show the run ended, brings the panel (the panel polls itself after;
         # its template loads its own data, so runs/ imports nothing of suggestions).
         context["panel_oob"] = True
-    return render(request, "runs/partials/run_live.html", context, status=HTMX_STOP_POLLING if settled else 200)
+    response = render(request, "runs/partials/run_live.html", context, status=HTMX_STOP_POLLING if settled else 200)
+    if not run.is_active:
+        # The panels loaded on their own (Human review) refresh on it, and an open "Stop this
+        # run?" dialog closes (static/js/runs.js).
+        response["HX-Trigger"] = RUN_FINISHED_EVENT
+    return response
 
 
 @login_required
@@ -325,7 +393,7 @@ def run_results(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespo
         query = request.GET.urlencode()
         return redirect(reverse("runs:detail", args=[agent.pk, run.pk]) + (f"?{query}" if query else "") + "#results")
     view = ResultViewForm(request.GET).view()
-    context = run_page.results_context(agent, run, view)
+    context = run_page.results_context(agent, run, view, tab=run_page.tab_get(request.GET))
     if "after" in request.GET or "offset" in request.GET:
         # The next page: the poll's cursor grows by its finished cases (the page sends its own).
         seen = selectors.seen_decode(view["seen"]) | selectors.seen_decode(context["seen"])
@@ -334,7 +402,12 @@ def run_results(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespo
     response = render(request, "runs/partials/result_list.html", context)
     # The address bar shows the run page with this filter and order, so a reload or a shared
     # link opens the same view.
-    state = (("filter", view["filter"]), ("sort", view["sort"]), ("expand", view["expand"]))
+    state = (
+        ("filter", view["filter"]),
+        ("sort", view["sort"]),
+        ("expand", view["expand"]),
+        ("tab", context["list_tab"]),
+    )
     query = urlencode({k: v for k, v in state if v not in ("all", "position", "")})
     return push_url(response, reverse("runs:detail", args=[agent.pk, run.pk]) + (f"?{query}" if query else ""))
 
@@ -395,10 +468,6 @@ def _selected(form: CompareForm, name: str) -> str:
 
 
 # ---- helpers -------------------------------------------------------------------------
-
-
-def _positive_int(value: str | None, *, default: int) -> int:
-    return int(value) if value and value.isdigit() and int(value) > 0 else default
 
 
 def _int_list(value: str) -> list[int]:

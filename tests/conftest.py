@@ -12,6 +12,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # PBKDF2's deliberate slowness cost about 1 s per user created: most of the suite's time.
     from django.conf import settings
 
+    # The SQLite test databases, the embedded Redis socket and uploads live in var/, which a
+    # fresh clone does not have: a bare `pytest` made no var/ and failed at its first database.
+    (settings.BASE_DIR / "var").mkdir(exist_ok=True)
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     # Login throttling counts in the cache: a per-process memory cache, emptied per test below,
     # keeps one test's failed logins from throttling the next (production shares Redis).

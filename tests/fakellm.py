@@ -19,7 +19,8 @@ measured by tests/realmodel/), by default or with `set_server("llama.cpp")`:
   "length" and completion_tokens == max_tokens (both servers do this);
   `runaway=True` scripts a model that opens JSON and never closes it, as SmolLM2 does.
 - Errors have OpenAI's body {"error": {"message", "type", "param", "code"}}; a prompt over
-  set_context_window() gets OpenAI's 400 context_length_exceeded (llama.cpp's too).
+  set_context_window() gets OpenAI's 400 context_length_exceeded (llama.cpp's too); under
+  it, llama.cpp silently lowers max_tokens to the room the context has left after the prompt.
 - llama.cpp only: response_format json_schema is a 500 whose message holds a Python
   path; json_object with a "schema" member is accepted (and enforced by the real one);
   embeddings are a 500 "Llama model must be created with embedding=True"; it serves one
@@ -68,6 +69,10 @@ LLAMA_JSON_SCHEMA_ERROR = (
 )
 # A runaway answer with no max_tokens stops where the model's context would be full.
 RUNAWAY_TOKENS = 2048
+# A judge answer that contradicts its score, as SmolLM2's did (issue 33): add_rule(json=...).
+CONTRADICTING_JUDGE = {"score": 0, "reasoning": "This is a very detailed and accurate answer."}
+# A JSON template in the prompt, "reasoning": "<2-4 short sentences: ...>", that a placeholder answer echoes.
+_PROMPT_TEMPLATE_FIELD = re.compile(r'"(\w+)":\s*"(<[^"]*>)"')
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -90,6 +95,8 @@ class Rule:
     hang: bool = False
     broken_json: bool = False
     runaway: bool = False
+    placeholder: bool = False
+    finish_reason: str | None = None
     times: int | None = None
     handler: Handler | None = None
     fired: int = 0
@@ -151,6 +158,7 @@ class FakeLLM:
         self._requests: list[RecordedRequest] = []
         self._context_window: int | None = None
         self._kind = "openai"
+        self._identities: dict[str, dict[str, Any]] = {}
         self._serial = threading.Lock()  # llama.cpp: one request generates at a time
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -186,6 +194,7 @@ class FakeLLM:
             self._latency = self._base_latency
             self._context_window = None
             self._kind = "openai"
+            self._identities = {}
 
     def clear_rules(self) -> None:
         """Forget the rules not yet used up; requests (and those still hanging) are kept."""
@@ -211,6 +220,8 @@ class FakeLLM:
         hang: bool = False,
         broken_json: bool = False,
         runaway: bool = False,
+        placeholder: bool = False,
+        finish_reason: str | None = None,
         times: int | None = None,
         handler: Handler | None = None,
     ) -> Rule:
@@ -223,7 +234,11 @@ class FakeLLM:
         response headers (Retry-After). delay: seconds before answering. hang: never
         answer until the client disconnects, reset()/stop() or HANG_LIMIT_SECONDS.
         broken_json: answer truncated JSON. runaway: open a JSON object and never close it,
-        until max_tokens cuts it (finish_reason "length"). times: fire at most N times, then skip.
+        until max_tokens cuts it (finish_reason "length"). placeholder: answer JSON that echoes
+        the request's schema descriptions, or the prompt's own "<...>" templates (as a small model
+        does), each string field so; `json` gives the other fields (placeholder=True,
+        json={"score": 10}). finish_reason: answer with it ("length": the answer ended at its
+        token limit, completion_tokens = max_tokens). times: fire at most N times, then skip.
         handler(request) -> dict of the same keys, computed per call.
         """
         rule = Rule(
@@ -241,6 +256,8 @@ class FakeLLM:
             hang=hang,
             broken_json=broken_json,
             runaway=runaway,
+            placeholder=placeholder,
+            finish_reason=finish_reason,
             times=times,
             handler=handler,
         )
@@ -256,6 +273,36 @@ class FakeLLM:
         """ "openai" (the default) or "llama.cpp": see the module docstring for what changes."""
         assert kind in ("openai", "llama.cpp"), kind
         self._kind = kind
+
+    def set_model_identity(
+        self,
+        model: str,
+        *,
+        reported: str | None = None,
+        system_fingerprint: str | None = None,
+        meta: dict[str, Any] | None = None,
+        vocabulary: int | None = None,
+    ) -> None:
+        """What the server says it runs behind the name `model` (as requested, without "openai/"):
+        the completion's `model` field (`reported`; by default the requested name, as now), its
+        `system_fingerprint` (none by default), the /v1/models entry's `meta` (llama.cpp's
+        n_params, size...) and, with `vocabulary`, llama-cpp-python's POST /extras/tokenize
+        (token ids that depend on it; 404 without). Call again to swap the model behind one alias."""
+        self._identities[model] = {
+            "reported": reported,
+            "system_fingerprint": system_fingerprint,
+            "meta": meta,
+            "vocabulary": vocabulary,
+        }
+
+    def tokenize(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """POST /extras/tokenize, as llama-cpp-python answers it: None when no vocabulary is set."""
+        identity = self._identities.get(str(body.get("model") or ""))
+        if identity is None or not identity["vocabulary"]:
+            return None
+        words = re.findall(r"\w+|[^\w\s]", str(body.get("input") or ""))
+        size = identity["vocabulary"]
+        return {"tokens": [int(hashlib.sha256(w.encode()).hexdigest(), 16) % size for w in words]}
 
     def set_context_window(self, chars: int | None) -> None:
         """Refuse chat requests whose message text is longer than `chars` with OpenAI's 400."""
@@ -405,7 +452,28 @@ class FakeLLM:
             return _Reply(400, _context_error_body(self._context_window, record.text), extra_headers)
         if llama and (body.get("response_format") or {}).get("type") == "json_schema":
             return _Reply(500, _error_body(500, LLAMA_JSON_SCHEMA_ERROR))
-        return _Reply(200, _chat_body(body, record, spec), extra_headers)
+        # llama.cpp lowers max_tokens, without a word, to the room its context has left after the prompt.
+        room = self._context_window // 4 - _tokens(record.text) if llama and self._context_window else None
+        return _Reply(200, self._identified(_chat_body(body, record, spec, room=room), record.model), extra_headers)
+
+    def _identified(self, reply: dict[str, Any], model: str) -> dict[str, Any]:
+        identity = self._identities.get(model)
+        if identity is not None:
+            reply["model"] = identity["reported"] or model
+            if identity["system_fingerprint"]:
+                reply["system_fingerprint"] = identity["system_fingerprint"]
+        return reply
+
+    def models_list(self) -> dict[str, Any]:
+        """GET /v1/models: the models requested so far and the usual three, with their `meta`."""
+        names = sorted({r.model for r in self.requests if r.model} | {"fake-agent", "fake-judge", "fake-embed"})
+        entries = []
+        for name in names:
+            entry: dict[str, Any] = {"id": name, "object": "model", "owned_by": "fakellm"}
+            if (identity := self._identities.get(name)) and identity["meta"]:
+                entry["meta"] = identity["meta"]
+            entries.append(entry)
+        return {"object": "list", "data": entries}
 
 
 # ---- response bodies --------------------------------------------------------
@@ -424,6 +492,8 @@ def _rule_spec(rule: Rule, record: RecordedRequest) -> dict[str, Any]:
         "hang": rule.hang,
         "broken_json": rule.broken_json,
         "runaway": rule.runaway,
+        "placeholder": rule.placeholder,
+        "finish_reason": rule.finish_reason,
     }
     if rule.handler is not None:
         request = {"task": record.task, "trace": record.trace, "headers": record.headers, **record.body}
@@ -431,10 +501,14 @@ def _rule_spec(rule: Rule, record: RecordedRequest) -> dict[str, Any]:
     return spec
 
 
-def _chat_body(body: dict[str, Any], record: RecordedRequest, spec: dict[str, Any]) -> dict[str, Any]:
+def _chat_body(
+    body: dict[str, Any], record: RecordedRequest, spec: dict[str, Any], *, room: int | None = None
+) -> dict[str, Any]:
     content, tool_calls = _answer(body, record, spec)
     finish = "tool_calls" if tool_calls else "stop"
     limit = body.get("max_tokens") or body.get("max_completion_tokens")
+    if room is not None:
+        limit = min(limit, room) if isinstance(limit, int) and limit > 0 else room
     if spec.get("runaway"):
         limit = limit or RUNAWAY_TOKENS
         content = '{"reasoning": "' + "and so " * (4 * limit)
@@ -445,6 +519,10 @@ def _chat_body(body: dict[str, Any], record: RecordedRequest, spec: dict[str, An
         message["tool_calls"] = tool_calls
     prompt_tokens = _tokens(record.text)
     completion_tokens = _tokens(content or json.dumps(tool_calls))
+    if spec.get("finish_reason"):
+        finish = spec["finish_reason"]
+        if finish == "length" and isinstance(limit, int) and limit > 0:
+            completion_tokens = limit  # the model stopped because it had used them all
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
         "object": "chat.completion",
@@ -466,6 +544,8 @@ def _answer(
 ) -> tuple[str | None, list[dict[str, Any]]]:
     if spec.get("tool_calls"):
         return spec.get("reply"), [_tool_call(call) for call in spec["tool_calls"]]
+    if spec.get("placeholder"):
+        return json.dumps(_placeholder_answer(body, record, spec.get("json") or {})), []
     if spec.get("broken_json"):
         whole = json.dumps(spec.get("json") or JUDGE_DEFAULT)
         return whole[: len(whole) // 2], []
@@ -478,6 +558,27 @@ def _answer(
     if (body.get("response_format") or {}).get("type") in ("json_object", "json_schema") or "extra_body" in body:
         return "{}", []
     return f"Fake answer to: {_last_user_text(record.messages)[:200]}", []
+
+
+def _placeholder_answer(body: dict[str, Any], record: RecordedRequest, given: dict[str, Any]) -> dict[str, Any]:
+    """What a model too small for the job answers: the schema's descriptions, or the prompt's
+    own templates, where its judgment should be (issue 33: Gemma 3 270M on llama.cpp)."""
+    templates = dict(_PROMPT_TEMPLATE_FIELD.findall(record.text))
+    answer: dict[str, Any] = {}
+    for name, prop in (_requested_schema(body).get("properties") or {}).items():
+        if prop.get("type") == "string":
+            answer[name] = prop.get("description") or templates.get(name) or f"<{name}>"
+        elif prop.get("type") in ("integer", "number"):
+            answer[name] = prop.get("minimum", 0)
+    return {**(answer or templates), **given}
+
+
+def _requested_schema(body: dict[str, Any]) -> dict[str, Any]:
+    """The JSON Schema a request sent (OpenAI's json_schema, llama.cpp's json_object "schema", vLLM's guided_json)."""
+    response_format = body.get("response_format") or {}
+    schema = (response_format.get("json_schema") or {}).get("schema") or response_format.get("schema")
+    schema = schema or body.get("guided_json") or {}
+    return schema if isinstance(schema, dict) else {}
 
 
 def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
@@ -605,15 +706,17 @@ def _make_handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             if self.path.rstrip("/") in ("/v1/models", "/models"):
-                models = sorted(
-                    {r.model for r in fake.requests if r.model} | {"fake-agent", "fake-judge", "fake-embed"}
-                )
-                self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in models]})
+                self._send(200, fake.models_list())
             else:
                 self._send(404, _error_body(404, f"Unknown path {self.path}"))
 
         def do_POST(self) -> None:
             path = self.path.split("?")[0].rstrip("/")
+            if path == "/extras/tokenize":
+                length = int(self.headers.get("Content-Length") or 0)
+                tokens = fake.tokenize(json.loads(self.rfile.read(length) or b"{}"))
+                self._send(*((200, tokens) if tokens else (404, _error_body(404, "Not Found"))))
+                return
             if path not in ("/v1/chat/completions", "/chat/completions", "/v1/embeddings", "/embeddings"):
                 self._send(404, _error_body(404, f"Unknown path {self.path}"))
                 return

@@ -70,3 +70,86 @@ def test_the_walk_sees_function_level_imports(tmp_path):
     module.write_text("def f():\n    from suggestions.services import x\n    import suggestions.selectors\n")
 
     assert _imports(module) == [(2, "suggestions.services"), (3, "suggestions.selectors")]
+
+
+# Inside runs/, lowest first (docs/architecture.md, "Inside runs"): a module may import its own
+# layer and the layers before it, never one after it. A module belongs to the layer of the
+# longest prefix that names it; every other module of runs/ (views, api, forms, urls, services,
+# tasks, management commands, template tags, the run page's reads) is the app's surface, on top.
+RUNS_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("runs.models", "runs.hooks"),
+    ("runs.judging",),
+    ("runs.engine",),
+    ("runs.selectors", "runs.outcomes"),
+    ("runs.comparing",),
+    ("runs.reports",),
+)
+# Celery's convention: a lower layer sends a task by importing its name inside a function, and
+# the task imports its service inside its body, so the edge carries no code upward.
+RUNS_TASKS = "runs.tasks"
+
+
+def _runs_layer(module: str) -> int:
+    best, rank = -1, len(RUNS_LAYERS)
+    for index, prefixes in enumerate(RUNS_LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, rank = len(prefix), index
+    return rank
+
+
+def _runs_imports(path: Path) -> list[tuple[int, str]]:
+    """As _imports, with `from runs import x` read as runs.x."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "runs":
+            found += [(node.lineno, f"runs.{alias.name}") for alias in node.names]
+    return [*_imports(path), *found]
+
+
+def _runs_upward(root: Path = ROOT) -> list[str]:
+    upward = []
+    for path in sorted(path for path in (root / "runs").rglob("*.py") if "migrations" not in path.parts):
+        rank = _runs_layer(".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__"))
+        for line, module in _runs_imports(path):
+            if module.startswith("runs.") and module != RUNS_TASKS and _runs_layer(module) > rank:
+                upward.append(f"{path.relative_to(root).as_posix()}:{line} imports {module}")
+    return upward
+
+
+def test_no_layer_of_runs_imports_one_above_it():
+    upward = _runs_upward()
+    assert upward == [], "a layer of runs/ imports one above it (docs/architecture.md, 'Inside runs'):\n" + "\n".join(
+        upward
+    )
+
+
+def test_the_runs_layers_name_packages_that_exist():
+    missing = [
+        prefix
+        for prefixes in RUNS_LAYERS
+        for prefix in prefixes
+        if not (ROOT / prefix.replace(".", "/")).is_dir() and not (ROOT / (prefix.replace(".", "/") + ".py")).is_file()
+    ]
+    assert missing == []
+
+
+def test_the_runs_layers_place_modules_as_documented():
+    assert _runs_layer("runs.models") < _runs_layer("runs.judging.scoring") < _runs_layer("runs.engine.execution")
+    assert _runs_layer("runs.engine.case") < _runs_layer("runs.selectors") < _runs_layer("runs.comparing.gate")
+    assert _runs_layer("runs.comparing.pairing") < _runs_layer("runs.reports.exporters") < _runs_layer("runs.views")
+    assert _runs_layer("runs.services.start") == _runs_layer("runs.api") == len(RUNS_LAYERS)
+
+
+def test_the_runs_walk_sees_an_upward_import_and_lets_a_task_name_through(tmp_path):
+    engine = tmp_path / "runs" / "engine"
+    engine.mkdir(parents=True)
+    (engine / "sample.py").write_text(
+        "from runs.judging import scoring\n\n"
+        "def f():\n    from runs.reports import exporters\n    from runs import tasks, views\n"
+    )
+
+    assert _runs_upward(tmp_path) == [
+        "runs/engine/sample.py:4 imports runs.reports",
+        "runs/engine/sample.py:5 imports runs.views",
+    ]

@@ -23,7 +23,7 @@ from accounts.models import ApiToken
 from datasets.models import Document
 from playground.models import Exchange
 from runs.models import Result, Run, RunCase
-from suggestions.models import RewriteJob, Suggestion
+from suggestions.models import PreviewJob, RewriteJob, Suggestion
 from tests.factories import AgentFactory, DatasetFactory, TestCaseFactory
 
 EXCLUDED_NAMESPACES = {"admin", "api"}  # Django admin; the API has its own token tests below
@@ -49,6 +49,7 @@ AGENT_SCOPED = {
     "suggestion_id",
     "exchange_id",
     "job_id",
+    "preview_id",
 }
 
 
@@ -137,6 +138,14 @@ def url_objects(team, alice, bob, agent) -> dict[str, int]:
         token="matrix",
         queued_at=run.created_at,
     )
+    # Apply's model preview of that rewrite, done: its poll answers the settled result.
+    preview = PreviewJob.objects.create(
+        run=run,
+        base_version=agent.current_version,
+        texts={"instructions": "Answer briefly."},
+        status=PreviewJob.Status.DONE,
+        queued_at=run.created_at,
+    )
     token, _ = account_services.api_token_create(user=alice, name="matrix")
     exchange = Exchange.objects.create(
         agent=agent,
@@ -148,6 +157,7 @@ def url_objects(team, alice, bob, agent) -> dict[str, int]:
     )
     exchange.documents.add(document)
     return {
+        "team_id": team.pk,
         "agent_id": agent.pk,
         "version_id": agent.current_version_id,
         "dataset_id": dataset.pk,
@@ -160,6 +170,7 @@ def url_objects(team, alice, bob, agent) -> dict[str, int]:
         "result_id": result.pk,
         "suggestion_id": suggestion.pk,
         "job_id": job.pk,
+        "preview_id": preview.pk,
         "membership_id": bob.memberships.get(team=team).pk,
         "token_id": token.pk,
         "exchange_id": exchange.pk,

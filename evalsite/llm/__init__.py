@@ -13,6 +13,7 @@ tokens and cost per call.
     errors.py      LLMError and the mapping of provider failures
     results.py     LLMResult, tokens, cost, logging
     probe.py       the settings page's "Test connection"
+    identity.py    what the server says it runs behind a model name (the judge's fingerprint)
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from evalsite.llm import structured
+from evalsite.llm import identity, structured
 from evalsite.llm.client import (
     Call,
     Trace,
@@ -32,7 +33,7 @@ from evalsite.llm.client import (
     model_for,
     timeout_for,
 )
-from evalsite.llm.errors import LLMError, LLMNotConfigured
+from evalsite.llm.errors import LLMError, LLMNotConfigured, provider_name
 from evalsite.llm.results import LLMResult, log_success, measured, price, summed
 from evalsite.llm.structured import parse_json_answer
 
@@ -179,6 +180,7 @@ def forget_model_state() -> None:
     from evalsite.llm.client import forget_clients, forget_slots
 
     structured.forget()
+    identity.forget()
     forget_clients()
     try:
         forget_slots()
@@ -216,9 +218,16 @@ def _chat(call: Call, messages: Messages, *, retry_server_errors: bool = True, *
         model=call.model,
         finish_reason=str(getattr(choice, "finish_reason", "") or ""),
         max_tokens=call.max_tokens,
+        model_reported=str(getattr(response, "model", "") or ""),
+        system_fingerprint=str(getattr(response, "system_fingerprint", "") or ""),
     )
     result = measured(result, response, attempts, started)
     log_success(call.task, result)
+    identity.identity_observe(call.model, result)
+    if result.finish_reason == "content_filter" and not (result.text or result.tool_calls):
+        # Gemini's SAFETY (or a prompt it blocked), Anthropic's refusal, Azure's filter: nothing to use.
+        blocked = f"{provider_name(call.model)} refused to answer: its content filter stopped the answer."
+        raise LLMError(blocked, kind="content_policy", attempts=attempts, result=result)
     return result
 
 

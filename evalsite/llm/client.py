@@ -26,6 +26,7 @@ Trace = dict[str, str | int]
 
 MAX_BACKOFF_SECONDS = 30.0
 MAX_RETRY_AFTER_SECONDS = 30.0
+_RETRY_DELAY = re.compile(r"""["']retryDelay["']\s*:\s*["'](\d+(?:\.\d+)?)s["']""")
 MODEL_SETTINGS = {"llm": "EVALSITE_LLM_MODEL", "judge": "EVALSITE_JUDGE_MODEL", "embedding": "EVALSITE_EMBEDDING_MODEL"}
 # Long answers get a longer timeout than EVALSITE_LLM_TIMEOUT unless EVALSITE_LLM_TIMEOUT_<TASK> says otherwise.
 TIMEOUT_FACTORS = {"extract": 3.0, "generate": 3.0, "rewrite": 3.0, "suggest": 2.0, "probe": 0.25}
@@ -234,7 +235,7 @@ def on_request_sent(callback: Callable[[], object] | None) -> None:
     (after litellm has built it; the thread then waits for the answer). None forgets it.
 
     A run's lane saves its previous case from a thread of its own meanwhile
-    (runs/services/execution.py): started any earlier, that work would share the
+    (runs/engine/lane.py): started any earlier, that work would share the
     interpreter with the building of the request, and delay it."""
     _sending.callback = callback
 
@@ -294,7 +295,9 @@ def _retry_after(exc: Exception) -> float | None:
             return max(0.0, float(str(headers.get(name, ""))) * scale)
         except ValueError:
             continue  # absent, or an HTTP date: use our own backoff
-    return None
+    # Google sends no header: its 429 body carries a google.rpc.RetryInfo {"retryDelay": "7s"}.
+    hinted = _RETRY_DELAY.search(str(getattr(exc, "message", "") or exc))
+    return float(hinted.group(1)) if hinted else None
 
 
 # ---- the per-model concurrency limit -----------------------------------------------

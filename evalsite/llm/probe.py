@@ -22,7 +22,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 
-from evalsite.llm import complete, complete_json, embed
+from evalsite.llm import complete, complete_json, embed, identity
 from evalsite.llm.client import model_for, timeout_for
 from evalsite.llm.errors import LLMError
 
@@ -49,6 +49,25 @@ PROBE_TOOL = {
         },
     },
 }
+PROBE_PROMPT = "Reply with the single word OK."
+# The default endpoints of the providers teams use most, to name where a test went.
+PROVIDER_URLS = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+    "gemini": "https://generativelanguage.googleapis.com/v1beta",
+    "mistral": "https://api.mistral.ai/v1",
+    "groq": "https://api.groq.com/openai/v1",
+    "ollama": "http://localhost:11434",
+    "ollama_chat": "http://localhost:11434",
+}
+# The chat and embedding paths litellm calls under a provider's base URL (default: OpenAI's).
+PROVIDER_PATHS = {
+    "anthropic": ("v1/messages", "v1/messages"),
+    "azure": ("openai/deployments/{name}/chat/completions", "openai/deployments/{name}/embeddings"),
+    "gemini": ("models/{name}:generateContent", "models/{name}:batchEmbedContents"),
+    "ollama": ("api/generate", "api/embed"),
+    "ollama_chat": ("api/chat", "api/embed"),
+}
 SCHEMA_MODES = {
     "json_schema": "JSON schema (response_format json_schema)",
     "llama_cpp": "JSON schema (llama.cpp json_object + schema)",
@@ -74,6 +93,10 @@ class ModelTest:
     dimensions: int | None = None
     error: str = ""
     same_as: str = ""  # the judge is the agent model: its test is that one
+    url: str = ""  # where the calls went
+    answer: str = ""  # what came back to "Reply with the single word OK." (clipped)
+    warnings: list[str] = field(default_factory=list)  # answered, but not as asked
+    identity: str = ""  # what the server said it runs (llm/identity.py)
 
     @property
     def label(self) -> str:
@@ -152,26 +175,72 @@ def model_test_last(purpose: str) -> ModelTest | None:
 
 
 def _test_chat(purpose: str, model: str) -> ModelTest:
-    report = ModelTest(purpose=purpose, model=model, ok=False)
-    ask = [{"role": "user", "content": "Reply with the single word OK."}]
+    report = ModelTest(purpose=purpose, model=model, ok=False, url=endpoint_url(model))
+    ask = [{"role": "user", "content": PROBE_PROMPT}]
     try:
         plain = complete(ask, task="probe", purpose=purpose, retries=0, temperature=0)
     except LLMError as error:
-        report.error = error.message
+        report.error = f"{error.message} (tried {report.url})"
+        return report
+    report.latency_ms = plain.duration_ms
+    report.answer = _clip(plain.text)
+    if not plain.text.strip():
+        # A server that answers nothing is not connected to a model that can do the work.
+        report.error = (
+            f"The model answered nothing ({plain.completion_tokens} completion tokens) to “{PROBE_PROMPT}” "
+            f"(tried {report.url}). Check the model and its chat format on the server."
+        )
         return report
     report.ok = True
-    report.latency_ms = plain.duration_ms
     seconds = plain.duration_ms / 1000
     report.tokens_per_second = round(plain.completion_tokens / seconds, 1) if seconds > 0 else None
+    if not _says_ok(plain.text):
+        report.warnings.append(
+            f"Asked to “{PROBE_PROMPT}”, it answered “{report.answer}”: a model that ignores a plain "
+            "instruction will not follow an agent's instructions or the judge's rubric either."
+        )
+    _test_json(report, purpose, ask)
+    report.tools = _calls_tools(purpose)
+    seen = identity.identity_refresh(model)
+    report.identity = seen.shown if seen else ""
+    return report
+
+
+def _test_json(report: ModelTest, purpose: str, ask: list[dict[str, str]]) -> None:
     try:
         answer = complete_json(ask, schema=PROBE_SCHEMA, task="probe", purpose=purpose, retries=0, temperature=0)
     except LLMError as error:
-        report.json_schema, report.json_detail = False, f"JSON failed: {error.message}"
+        report.json_schema, report.json_detail = False, "the answer did not follow the schema (below)"
+        report.warnings.append(
+            f"Asked for JSON following a schema, it answered something else: {error.message} "
+            "Generation, the judge and suggestions need JSON."
+        )
     else:
         report.json_schema = answer.json_mode in ("json_schema", "llama_cpp", "vllm")
         report.json_detail = SCHEMA_MODES.get(answer.json_mode, answer.json_mode)
-    report.tools = _calls_tools(purpose)
-    return report
+
+
+def _says_ok(text: str) -> bool:
+    return text.strip().strip("\"'“”.!` ").upper() == "OK"
+
+
+def _clip(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def endpoint_url(model: str, *, embedding: bool = False) -> str:
+    """Where a chat (or embedding) call for `model` goes: the configured API base, else the
+    provider's own, with the path litellm calls there."""
+    provider, _, name = model.rpartition("/") if "/" in model else ("openai", "", model)
+    provider = provider.split("/", 1)[0]
+    base = settings.EVALSITE_LLM_API_BASE or PROVIDER_URLS.get(provider)
+    if not base:
+        return f"{provider}'s default endpoint"
+    chat_path, embedding_path = PROVIDER_PATHS.get(provider, ("chat/completions", "embeddings"))
+    path = (embedding_path if embedding else chat_path).format(name=name)
+    base = base.rstrip("/")
+    return base if base.endswith("/" + path) else f"{base}/{path}"  # litellm takes Anthropic's full URL too
 
 
 def _calls_tools(purpose: str) -> bool | None:
@@ -184,11 +253,11 @@ def _calls_tools(purpose: str) -> bool | None:
 
 
 def _test_embedding(model: str) -> ModelTest:
-    report = ModelTest(purpose="embedding", model=model, ok=False)
+    report = ModelTest(purpose="embedding", model=model, ok=False, url=endpoint_url(model, embedding=True))
     try:
         vectors, usage = embed(["Evalsite connection test"], task="probe", retries=0)
     except LLMError as error:
-        report.embeddings, report.error = False, error.message
+        report.embeddings, report.error = False, f"{error.message} (tried {report.url})"
         return report
     report.ok = report.embeddings = True
     report.latency_ms = usage.duration_ms

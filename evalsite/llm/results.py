@@ -26,6 +26,10 @@ class LLMResult:
     finish_reason: str = ""  # "stop", "length" (cut at max_tokens), "tool_calls"
     max_tokens: int | None = None  # the limit the call was sent with
     json_mode: str = ""  # complete_json: how the JSON was asked for (see structured.JSON_MODES)
+    # What the server says answered: the response's `model` field (a dated snapshot, a GGUF
+    # file name) and its `system_fingerprint`, "" when it sent none (llm/identity.py).
+    model_reported: str = ""
+    system_fingerprint: str = ""
 
     @property
     def truncated(self) -> bool:

@@ -43,7 +43,8 @@ def ladder(model: str) -> list[str]:
     if pinned in JSON_MODES and pinned != "auto":
         return [pinned] if pinned == "prompt" else [pinned, "prompt"]
     provider = model.split("/", 1)[0] if "/" in model else "openai"
-    if provider in ("ollama", "ollama_chat", "anthropic", "gemini", "vertex_ai", "bedrock"):
+    # Azure OpenAI is OpenAI's API: llama.cpp's json_object + "schema" is a 400 there, a wasted call.
+    if provider in ("ollama", "ollama_chat", "anthropic", "gemini", "vertex_ai", "bedrock", "azure"):
         return ["json_schema", "json_object", "prompt"]
     if provider == "hosted_vllm":
         return ["json_schema", "vllm", "json_object", "prompt"]

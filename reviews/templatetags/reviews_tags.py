@@ -1,6 +1,7 @@
-"""Template tags the run page, the result cards and the agent page use to show reviews
-(runs' templates load them; runs' Python never imports reviews). The inclusion tags call
-one selector each, the filters read what the cards' prefetch already loaded."""
+"""Template tags the result cards use to show reviews (runs' templates load them; runs' Python
+never imports reviews). They format, they do not query: they read what the cards' prefetch
+loaded (runs.selectors.CARD_PREFETCHES, filled by reviews/hooks.py). Figures that need queries
+are a view's: reviews:run_figures and reviews:agent_panel, loaded into the run and agent pages."""
 
 from __future__ import annotations
 
@@ -8,28 +9,10 @@ from typing import Any
 
 from django import template
 
-from reviews import charts, selectors
 from reviews.agreement import reviewer_agreement
 from runs.templatetags.runs_tags import card_url, score
 
 register = template.Library()
-
-
-@register.inclusion_tag("reviews/partials/run_figures.html", takes_context=True)
-def review_figures(context: template.Context, run: Any) -> dict[str, Any]:
-    return {"agent": context.get("agent"), "run": run, "figures": selectors.run_review_figures(run=run)}
-
-
-@register.inclusion_tag("reviews/partials/agent_panel.html", takes_context=True)
-def agent_agreement_panel(context: template.Context, agent: Any) -> dict[str, Any]:
-    runs = selectors.agent_agreement_runs(agent=agent)
-    groups = selectors.agreement_groups(runs=runs)
-    return {
-        "agent": agent,
-        "group": groups[0] if groups else None,
-        "configurations": len(groups),
-        "chart": charts.agreement_chart(selectors.agreement_over_time(runs=runs)),
-    }
 
 
 @register.simple_tag(takes_context=True)

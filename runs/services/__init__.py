@@ -16,15 +16,31 @@ How a run moves (docs/architecture.md, "The run window"):
   and fills missing window slots.
 """
 
+from runs.engine.dispatch import run_fail
+from runs.engine.execution import MAX_CASE_ATTEMPTS, run_execute_case
+from runs.engine.reaper import run_reap
 from runs.services.baseline import dataset_baseline_pin, dataset_baseline_unpin
-from runs.services.execution import MAX_CASE_ATTEMPTS, run_execute_case
-from runs.services.lifecycle import run_fail, run_finish, run_on_agent_delete, run_stop
-from runs.services.reaper import run_reap
+from runs.services.lifecycle import run_finish, run_on_agent_delete, run_stop
 from runs.services.rescore import run_rescore
-from runs.services.start import AGENT_NOT_RUNNABLE, run_rerun, run_start, run_verify_start
+from runs.services.start import (
+    AGENT_NOT_RUNNABLE,
+    JUDGE_FAILED_PREFLIGHT,
+    JUDGE_NOT_PREFLIGHTED,
+    PREFLIGHT_LATER,
+    PREFLIGHT_REQUIRE,
+    PREFLIGHT_RUN,
+    run_rerun,
+    run_start,
+    run_verify_start,
+)
 
 __all__ = [
     "AGENT_NOT_RUNNABLE",
+    "JUDGE_FAILED_PREFLIGHT",
+    "JUDGE_NOT_PREFLIGHTED",
+    "PREFLIGHT_LATER",
+    "PREFLIGHT_REQUIRE",
+    "PREFLIGHT_RUN",
     "dataset_baseline_pin",
     "dataset_baseline_unpin",
     "MAX_CASE_ATTEMPTS",

@@ -1,5 +1,5 @@
 """Pinning a dataset's baseline run: the run that every new run of the dataset is measured
-against, with the paired test (runs.pairing), on its page and in the CI gate."""
+against, with the paired test (runs.comparing.pairing), on its page and in the CI gate."""
 
 from __future__ import annotations
 

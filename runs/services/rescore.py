@@ -2,7 +2,7 @@
 current judge configuration or a chosen one, as a new run (purpose "rescore") linked to it.
 
 The new run goes through the ordinary window (claims, heartbeats, the reaper): each of its results
-carries a copy of its source result's answer and `rescored_from`, and `runs.engine.execute` scores
+carries a copy of its source result's answer and `rescored_from`, and `runs.engine.case.execute` scores
 that answer instead of asking the agent. So no agent call is made, and no paraphrase either.
 """
 
@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from runs import judging
+from runs.judging import configs as judging
 from runs.models import JudgeConfig, Result, Run, RunCase
 from runs.services.start import _run_create, _run_for_key
 
@@ -37,24 +37,14 @@ def run_rescore(*, run: Run, user: User | None, request_key: str = "", judge_con
         raise ValidationError("This run has no answers to judge again.")
     scoring = {**run.scoring, **_judge_settings(run, judge_config)}
     cases = sorted({result.case_id: result.case for result in sources}.values(), key=lambda case: case.position)
-    snapshots = [
-        {
-            "source_case_id": case.source_case_id,
-            "number": case.display_number,
-            "case_id": case.case_id,
-            "question": case.question,
-            "expected_answer": case.expected_answer,
-            "data": case.data,
-        }
-        for case in cases
-    ]
+    snapshots = [case.copy_fields() for case in cases]
 
     def results_for(child: Run, copies: list[RunCase]) -> list[Result]:
         copy_of = {case.pk: copy for case, copy in zip(cases, copies, strict=True)}
         return [_result_copy(child, copy_of[source.case_id], source) for source in sources]
 
     with transaction.atomic():
-        return _run_create(
+        child = _run_create(
             agent=run.agent,
             version=run.agent_version,
             dataset=run.dataset,
@@ -67,6 +57,22 @@ def run_rescore(*, run: Run, user: User | None, request_key: str = "", judge_con
             purpose=Run.Purpose.RESCORE,
             results_for=results_for,
         )
+        if judge_config is not None:
+            _pin_judge(child, judge_config)
+        return child
+
+
+def _pin_judge(child: Run, chosen: JudgeConfig) -> None:
+    """Make the new run use and record exactly the configuration it was asked for.
+
+    `_run_create` resolves the judge from the scoring settings, and an empty judge model there
+    means "the default model": an offline configuration re-scored after a model was configured
+    would be judged by that model. The run's first cases are sent after commit (runs.services.
+    dispatch), so setting the judge here, in the same transaction, is what they read."""
+    child.judge_config = chosen
+    child.judge_model = chosen.judge_model
+    child.scorer = Run.Scorer.LLM if chosen.judge_model else Run.Scorer.OFFLINE
+    Run.objects.filter(pk=child.pk).update(judge_config=chosen, judge_model=child.judge_model, scorer=child.scorer)
 
 
 def _judge_settings(run: Run, chosen: JudgeConfig | None) -> dict[str, Any]:
@@ -95,6 +101,8 @@ def _result_copy(run: Run, case: RunCase, source: Result) -> Result:
         tool_calls=source.tool_calls,
         retrieval_context=source.retrieval_context,
         trace_id=source.trace_id,
+        # The agent's answers that ended at their token limit: the same answers, judged again.
+        cut=[entry for entry in source.cut if entry.get("call") == "agent"],
         rescored_from=source,
     )
     if not _has_answer(source):

@@ -19,9 +19,10 @@ from agents.models import Agent, AgentVersion
 from datasets.fields import CASE_FIELD_NAMES
 from datasets.models import Dataset, TestCase
 from evalsite import llm
-from runs import judging, selectors
+from runs import selectors
+from runs.engine.dispatch import enqueue_finish, fill_window
+from runs.judging import configs as judging
 from runs.models import Result, Run, RunCase
-from runs.services.dispatch import enqueue_finish, fill_window
 
 # The ValidationError code of a start refused because of the agent (not the dataset):
 # the API answers it with 422.
@@ -35,6 +36,19 @@ SNAPSHOT_FIELDS = tuple(name for name in CASE_FIELD_NAMES if name not in ("quest
 # run_start's budget_cap when the caller names none: the team's default cap (Team.run_budget).
 TEAM_DEFAULT: Literal["team"] = "team"
 
+# What run_start does with a model judge never preflighted (runs/services/preflight.py):
+# PREFLIGHT_RUN asks it the calibration set first (evalrun); PREFLIGHT_REQUIRE refuses with
+# JUDGE_NOT_PREFLIGHTED, for a caller that runs it as a job and asks again (the start
+# dialog, the API); PREFLIGHT_LATER starts the run, which is marked if its judge fails later.
+# A judge that failed its preflight is refused in every case (JUDGE_FAILED_PREFLIGHT) unless
+# allow_failed_preflight, and the run is then marked judge_failed_preflight.
+PreflightMode = Literal["run", "require", "later"]
+PREFLIGHT_RUN: PreflightMode = "run"
+PREFLIGHT_REQUIRE: PreflightMode = "require"
+PREFLIGHT_LATER: PreflightMode = "later"
+JUDGE_NOT_PREFLIGHTED = "judge_not_preflighted"
+JUDGE_FAILED_PREFLIGHT = "judge_failed_preflight"
+
 
 def run_start(
     *,
@@ -43,17 +57,22 @@ def run_start(
     user: User | None,
     request_key: str = "",
     budget_cap: Decimal | None | Literal["team"] = TEAM_DEFAULT,
+    preflight: PreflightMode = PREFLIGHT_LATER,
+    allow_failed_preflight: bool = False,
 ) -> Run:
     """Snapshot the dataset, pin the agent's current version and queue the first cases.
 
     The same request_key (a form's one-time token, an API Idempotency-Key) never makes a
     second run: a double click or a replayed POST gets the first run back. `budget_cap`
-    (USD, None for none) is the run's hard cost cap, by default the team's.
+    (USD, None for none) is the run's hard cost cap, by default the team's. `preflight` and
+    `allow_failed_preflight`: what to do about the judge's preflight (PreflightMode above).
     """
     request_key = request_key.strip()[:64]
     if request_key and (existing := _run_for_key(agent, request_key)):
         return existing
     _check_startable(agent, dataset)
+    scoring = judging.dataset_scoring(dataset)
+    _check_judge(dataset, scoring, preflight=preflight, allow_failed=allow_failed_preflight)
     cases = list(dataset.cases.prefetch_related("documents").order_by("position", "id"))
     try:
         with transaction.atomic():
@@ -63,7 +82,7 @@ def run_start(
                 agent=agent,
                 version=version,
                 dataset=dataset,
-                scoring=judging.dataset_scoring(dataset),
+                scoring=scoring,
                 snapshots=[_case_snapshot(case, number=index) for index, case in enumerate(cases, start=1)],
                 user=user,
                 request_key=request_key,
@@ -102,17 +121,7 @@ def run_rerun(
         raise ValidationError("This run has no failed cases to re-run.")
     if blocker := agent_selectors.version_run_blocker(version=version or run.agent_version):
         raise ValidationError(blocker, code=AGENT_NOT_RUNNABLE)
-    snapshots = [
-        {
-            "source_case_id": c.source_case_id,
-            "number": c.display_number,
-            "case_id": c.case_id,
-            "question": c.question,
-            "expected_answer": c.expected_answer,
-            "data": c.data,
-        }
-        for c in cases
-    ]
+    snapshots = [case.copy_fields() for case in cases]
     with transaction.atomic():
         return _run_create(
             agent=run.agent,
@@ -187,6 +196,28 @@ def _check_startable(agent: Agent, dataset: Dataset) -> None:
         raise ValidationError(blocker, code=AGENT_NOT_RUNNABLE)
 
 
+def _check_judge(dataset: Dataset, scoring: dict[str, Any], *, preflight: PreflightMode, allow_failed: bool) -> None:
+    from runs.services.preflight import judge_config_preflight, judge_preflight_needed
+
+    config = judging.judge_config_for(dataset=dataset, scoring=scoring)
+    if judge_preflight_needed(config):
+        if preflight == PREFLIGHT_REQUIRE:
+            raise ValidationError(
+                f"The judge ({config.label}) has not been preflighted yet: it is checked on a small "
+                "calibration set before it scores a run. Start again once its preflight has finished.",
+                code=JUDGE_NOT_PREFLIGHTED,
+            )
+        if preflight == PREFLIGHT_RUN:
+            config = judge_config_preflight(config=config)
+    if config.preflight_status == "failed" and not allow_failed:
+        reasons = " ".join(config.preflight.get("reasons") or [])
+        raise ValidationError(
+            f"The judge ({config.label}) failed its preflight on the calibration set: {reasons} "
+            "Its scores cannot be trusted. Start anyway to run it marked “judge failed preflight”.",
+            code=JUDGE_FAILED_PREFLIGHT,
+        )
+
+
 def _case_snapshot(case: TestCase, *, number: int) -> dict[str, Any]:
     data = {name: getattr(case, name) for name in SNAPSHOT_FIELDS}
     data["documents"] = [{"id": d.pk, "name": d.original_name, "file_type": d.file_type} for d in case.documents.all()]
@@ -218,6 +249,7 @@ def _run_create(
     """The run, its case snapshot and its pending results (`results_for`, by default one per
     repeat and variant of each case), then the first window."""
     judge_model = llm.model_for("judge", scoring.get("judge_model") or None)
+    judge_config = judging.judge_config_for(dataset=dataset, scoring=scoring)
     run = Run.objects.create(
         agent=agent,
         agent_version=version,
@@ -227,7 +259,9 @@ def _run_create(
         purpose=purpose,
         scoring=scoring,
         judge_model=judge_model or "",
-        judge_config=judging.judge_config_for(dataset=dataset, scoring=scoring),
+        judge_config=judge_config,
+        # Every run its judge scores says so, the ones started anyway and re-runs alike.
+        judge_failed_preflight=judge_config.preflight_status == "failed",
         scorer=Run.Scorer.LLM if judge_model else Run.Scorer.OFFLINE,
         concurrency=max(1, settings.EVALSITE_RUN_CONCURRENCY),
         request_key=request_key,

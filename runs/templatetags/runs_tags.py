@@ -140,3 +140,11 @@ def run_duration(run: Any, now: datetime | None = None) -> str:
     if run.started_at is None and run.is_active:
         return "not started"
     return seconds(run_duration_seconds(run, now=now or timezone.now()))
+
+
+@register.filter
+def isodate(value: str | None) -> datetime | None:
+    """An ISO 8601 text stored in JSON (a preflight's ran_at) as a datetime, for |date and |ago."""
+    from django.utils.dateparse import parse_datetime
+
+    return parse_datetime(value) if value else None

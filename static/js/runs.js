@@ -15,6 +15,13 @@
   // A card the poll fills in place may be the one the address points to.
   document.body.addEventListener("htmx:oobAfterSwap", openTargetCase);
 
+  // The live poll says the run is over (HX-Trigger "run-finished"): a "Stop this run?" dialog
+  // still open has nothing left to stop.
+  document.body.addEventListener("run-finished", function () {
+    var dialog = document.getElementById("stop-dialog");
+    if (dialog && dialog.open) dialog.close();
+  });
+
   // The Export menu is a <details>: close it on a click elsewhere or Escape.
   document.addEventListener("click", function (event) {
     document.querySelectorAll("details.run-export[open]").forEach(function (menu) {

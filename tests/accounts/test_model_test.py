@@ -28,6 +28,16 @@ def test_runs(django_capture_on_commit_callbacks, tasks_run_here):
     return post
 
 
+def answers_as_asked(fake_llm):
+    """The probe's plain call gets "OK", its JSON call {"answer": "OK"}, as a fit model answers."""
+
+    def answer(request):  # type: ignore[no-untyped-def]
+        asked_json = request.get("response_format") or request.get("extra_body")
+        return {"json": {"answer": "OK"}} if asked_json else {"reply": "OK"}
+
+    fake_llm.add_rule(task="probe", handler=answer)
+
+
 def test_a_configured_model_is_not_called_connected_before_a_test(client_alice, fake_llm):
     text = client_alice.get(SETTINGS).text
 
@@ -40,13 +50,13 @@ def test_the_test_calls_each_model_and_shows_what_it_found(client_alice, fake_ll
     fake_llm.add_rule(
         task="probe", contains="get_time", tool_calls=[{"name": "get_time", "arguments": {"city": "Paris"}}]
     )
-    fake_llm.add_rule(task="probe", json={"answer": "OK"})
+    answers_as_asked(fake_llm)
 
     response = test_runs(client_alice, fake_llm)
 
     assert response.status_code == 286  # done: the section stops polling
     text = response.text
-    assert "hx-trigger" not in text
+    assert 'hx-trigger="every' not in text  # no polling (the judge preflight panel loads once)
     assert "<html" not in text and 'id="model"' in text  # the section alone
     assert ">Connected<" in text
     assert "tokens/s" in text and " ms" in text
@@ -64,7 +74,7 @@ def test_a_llama_cpp_server_shows_its_schema_dialect_ignored_tools_and_the_embed
     client_alice, fake_llm, test_runs
 ):
     fake_llm.set_server("llama.cpp")
-    fake_llm.add_rule(task="probe", json={"answer": "OK"})
+    answers_as_asked(fake_llm)
 
     text = test_runs(client_alice, fake_llm).text
 

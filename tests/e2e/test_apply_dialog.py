@@ -42,7 +42,7 @@ def test_apply_dialog_from_choice_to_new_version(
     run = run_with_suggestions
     agent = run.agent
     page.set_viewport_size(viewport)
-    login(page, alice, f"/agents/{agent.pk}/runs/{run.pk}/")
+    login(page, alice, f"/agents/{agent.pk}/runs/{run.pk}/?tab=suggestions")
 
     panel = page.locator("#suggestions")
     expect(panel.get_by_role("heading", name="Suggested changes")).to_be_visible()
@@ -102,7 +102,7 @@ def test_http_agents_see_apply_disabled_and_write_a_change_request(
     run = run_with_suggestions
     Agent.objects.filter(pk=run.agent_id).update(kind=Agent.Kind.HTTP)
     page.set_viewport_size(viewport)
-    login(page, alice, f"/agents/{run.agent_id}/runs/{run.pk}/")
+    login(page, alice, f"/agents/{run.agent_id}/runs/{run.pk}/?tab=suggestions")
 
     panel = page.locator("#suggestions")
     apply_button = panel.get_by_role("button", name="Apply to agent")

@@ -74,7 +74,7 @@ def model(fake_llm, settings, gate):
 
 
 def _open_and_continue(page, login, alice, run):
-    login(page, alice, f"/agents/{run.agent_id}/runs/{run.pk}/")
+    login(page, alice, f"/agents/{run.agent_id}/runs/{run.pk}/?tab=suggestions")
     page.locator("#suggestions").get_by_role("link", name="Apply to agent").click()
     dialog = page.locator("dialog#apply-dialog")
     expect(dialog.get_by_role("checkbox")).to_have_count(3)

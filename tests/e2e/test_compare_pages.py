@@ -10,9 +10,9 @@ import pytest
 from playwright.sync_api import expect
 
 from agents.models import AgentVersion
+from runs.comparing.flaky import case_stability_refresh
 from runs.models import Run
 from runs.services import dataset_baseline_pin
-from runs.services.stability import case_stability_refresh
 from tests.e2e.conftest import DESKTOP, PHONE
 from tests.factories import AgentFactory, DatasetFactory, TestCaseFactory
 from tests.runs.review_helpers import CaseSpec, build_run
@@ -99,11 +99,14 @@ def test_compare_matrix_verify_and_flaky_pages(page, login, live_server, alice, 
     expect(page.locator(".matrix-table tbody tr").first).to_contain_text("Regression")
     page.screenshot(path=str(SHOTS / f"compare-matrix-{width}.png"), full_page=True)
 
-    page.goto(f"{live_server.url}/agents/{agent.pk}/runs/{runs[1].pk}/")
+    run_url = f"{live_server.url}/agents/{agent.pk}/runs/{runs[1].pk}/"
+    page.goto(f"{run_url}?tab=suggestions")
     expect(page.locator(".verify-result .paired-test-sentence")).to_contain_text("v2 fixes 0 and breaks 1 case of 6")
     page.locator("#suggestions").scroll_into_view_if_needed()
     page.locator("#suggestions").screenshot(path=str(SHOTS / f"verify-panel-{width}.png"))
+    page.goto(f"{run_url}?tab=baseline")
     page.locator("#baseline").screenshot(path=str(SHOTS / f"baseline-box-{width}.png"))
+    page.goto(run_url)
     expect(page.locator(".result-card .badge-unstable").first).to_be_visible()
     page.locator(".result-card .badge-unstable").first.scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / f"result-cards-flaky-{width}.png"))

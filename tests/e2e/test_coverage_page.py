@@ -47,3 +47,29 @@ def test_coverage_page_and_rule_chips(page, login, live_server, transactional_db
     expect(rows.first.get_by_text("No test case")).to_be_visible()
     if SHOTS:
         page.screenshot(path=os.path.join(SHOTS, f"coverage-{viewport['width']}.png"), full_page=True)
+
+
+def test_rule_chips_on_the_dataset_page_are_styled_apart(
+    page, login, live_server, transactional_db, team, alice, no_llm
+):
+    # The chips' rules lived in coverage.css, which only the coverage page loads: on the dataset
+    # page two chips touched, with no gap between them, and read as one.
+    agent = AgentFactory(
+        team=team,
+        version__instructions="You are the billing assistant of Acme Cloud.\n- Quote prices in euros.",
+        version__knowledge="Refunds are possible within 30 days of purchase.",
+    )
+    dataset = DatasetFactory(agent=agent)
+    case = TestCaseFactory(
+        dataset=dataset, question="Quote me the prices in euros: can I get refunds 20 days after purchase?"
+    )
+    page.set_viewport_size(DESKTOP)
+
+    login(page, alice, f"/agents/{agent.pk}/datasets/{dataset.pk}/")
+    chips = page.locator(f"#case-{case.pk} .chip-rule")
+    expect(chips).to_have_count(2)
+    first, second = chips.nth(0).bounding_box(), chips.nth(1).bounding_box()
+    assert first and second
+    assert second["x"] - (first["x"] + first["width"]) >= 2, (first, second)
+    background = chips.nth(0).evaluate("chip => getComputedStyle(chip).backgroundColor")
+    assert background not in ("rgba(0, 0, 0, 0)", "transparent"), background

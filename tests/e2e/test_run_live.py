@@ -124,7 +124,6 @@ def test_a_run_streams_its_results_and_stops_polling(page, login, live_server, c
     expect(failing).to_contain_text("I don't know.")
     expect(failing).to_contain_text("Missed:")
     expect(page.locator("#result-filters .filter-failed .filter-count")).to_have_text("3")
-    expect(page.locator("#run-charts svg[role=img]").first).to_be_visible()
     expect(live.get_by_role("button", name="Re-run failed and errored cases")).to_be_visible()
 
     # Polling stops by itself: no trigger left, and no poll request for the next 7 seconds.
@@ -133,6 +132,11 @@ def test_a_run_streams_its_results_and_stops_polling(page, login, live_server, c
     assert settled_polls >= 2
     page.wait_for_timeout(7_000)
     assert len(polls) == settled_polls, "the page kept polling after the run ended"
+    # The charts are a tab away.
+    page.locator("#run-tab-charts").click()
+    expect(page).to_have_url(f"{live_server.url}/agents/{agent.pk}/runs/{run.pk}/?tab=charts")
+    expect(page.locator("#run-charts svg[role=img]").first).to_be_visible()
+    page.locator("#run-tab-results").click()
 
     # A filter swaps the list without a reload.
     page.locator("#result-filters").get_by_role("link", name="Failed").click()

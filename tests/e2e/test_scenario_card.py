@@ -1,6 +1,6 @@
 """A scenario case's result card in a real browser, at 1280 and 390 px: the simulated chat
 turn by turn, the turn the judge flagged, who ended it and why. The conversation is the
-engine's own (runs.engine.execute against the fake LLM server), saved as the worker would."""
+engine's own (runs.engine.case.execute against the fake LLM server), saved as the worker would."""
 
 from decimal import Decimal
 from pathlib import Path
@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from agents.models import Agent, AgentVersion
-from runs import engine
+from runs.engine import case as engine
 from runs.models import Result, Run
 from tests.e2e.conftest import DESKTOP, PHONE
 from tests.factories import AgentFactory

@@ -72,8 +72,9 @@ def test_a_refused_name_keeps_the_step_and_the_file(page, login, live_server, al
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_the_new_dataset_page_has_the_same_drop_zone(page, login, live_server, alice, agent, viewport, tmp_path):
-    wrong = tmp_path / "notes.pdf"
-    wrong.write_bytes(b"%PDF-1.4 not a csv")
+    # Every supported kind goes through this door (tables to the mapping step): an image does not.
+    wrong = tmp_path / "notes.png"
+    wrong.write_bytes(b"\x89PNG not a test plan")
     page.set_viewport_size(viewport)
     login(page, alice, f"/agents/{agent.pk}/datasets/create/")
 
@@ -86,17 +87,17 @@ def test_the_new_dataset_page_has_the_same_drop_zone(page, login, live_server, a
     # Chosen in the browser: the kind is checked at once, under the field.
     field.locator("input[type=file]").set_input_files(str(wrong))
     expect(field.locator("[data-file-error]")).to_be_visible()
-    expect(field.locator("[data-file-error]")).to_contain_text("notes.pdf")
+    expect(field.locator("[data-file-error]")).to_contain_text("notes.png")
     expect(zone).to_have_class("dropzone has-error")
 
     # Refused by the server: the same red field, the message under it.
-    page.get_by_label("Name").fill("From a PDF")
+    page.get_by_label("Name").fill("From an image")
     page.get_by_role("button", name="Create dataset").click()
     field = page.locator("[data-file-field]")
     expect(field).to_have_class("field file-field has-error")
-    expect(field.locator(".errorlist li")).to_contain_text("Choose a .csv or .tsv or .txt or .json file")
+    expect(field.locator(".errorlist li")).to_contain_text("this one is “.png”")
     _shot(page, "new-dataset-file-error", viewport)
-    assert not Dataset.objects.filter(name="From a PDF").exists()
+    assert not Dataset.objects.filter(name="From an image").exists()
 
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])

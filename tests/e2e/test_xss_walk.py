@@ -32,7 +32,7 @@ from datasets.models import Dataset, Document, TestCase
 from playground.models import Exchange
 from reviews.models import Review
 from runs.models import Result, Run, RunCase
-from suggestions.models import RewriteJob, Suggestion
+from suggestions.models import PreviewJob, RewriteJob, Suggestion
 from tests.datasets import files
 from tests.hostile.corpus import XSS_PAYLOADS
 from tests.security.routes import console_routes
@@ -153,6 +153,13 @@ def hostile_world(transactional_db, settings, tmp_path: Path, team, alice, bob) 
         ],
         error=ALL, token="t", queued_at=timezone.now(), finished_at=timezone.now(), requested_by=alice,
     )  # fmt: skip
+    # Apply's model preview of those texts: hostile questions, answers and errors in its rows.
+    preview = PreviewJob.objects.create(
+        run=run, base_version=agent.current_version, texts={"instructions": ALL}, status=PreviewJob.Status.DONE,
+        results=[{"number": 1, "question": ALL[:200], "before": "fail", "status": "pass", "score": 8.0,
+                  "answer": ALL[:300], "error": ALL[:300], "cost": 0.0}],
+        error=ALL, queued_at=timezone.now(), requested_by=alice,
+    )  # fmt: skip
     # A playground turn: hostile message, answer, tool calls and error.
     exchange = Exchange.objects.create(
         agent=agent, version=agent.current_version, created_by=alice, message=ALL, status=Exchange.Status.DONE,
@@ -163,7 +170,8 @@ def hostile_world(transactional_db, settings, tmp_path: Path, team, alice, bob) 
         "agent_id": agent.pk, "version_id": version_1, "version_2_id": agent.current_version_id,
         "dataset_id": dataset.pk, "case_id": cases[0].pk, "case_pk": cases[0].pk, "document_id": docx.pk,
         "run_id": run.pk, "run_case_id": run.cases.first().pk, "result_id": run.results.first().pk,
-        "suggestion_id": suggestion.pk, "job_id": job.pk, "exchange_id": exchange.pk,
+        "suggestion_id": suggestion.pk, "job_id": job.pk, "preview_id": preview.pk,
+        "exchange_id": exchange.pk,
         "membership_id": bob.memberships.get().pk, "token_id": 0,
     }  # fmt: skip
 

@@ -214,6 +214,56 @@ def test_a_runaway_json_answer_fills_max_tokens(fake_llm_server):
     assert body["usage"]["completion_tokens"] == 40
 
 
+def test_it_answers_as_cut_at_its_limit_when_told(fake_llm_server):
+    fake_llm_server.reset()
+    fake_llm_server.add_rule(reply="Refunds are", finish_reason="length")
+
+    _, body, _ = _chat(fake_llm_server, "Hi", max_tokens=64)
+
+    assert (_content(body), body["choices"][0]["finish_reason"]) == ("Refunds are", "length")
+    assert body["usage"]["completion_tokens"] == 64
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "title": {"type": "string", "description": "A short title, at most 200 characters"},
+        "score": {"type": "integer", "minimum": 0, "maximum": 10},
+        "reasoning": {"type": "string"},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "request_format",
+    [
+        {"response_format": {"type": "json_schema", "json_schema": {"name": "judge", "schema": SCHEMA}}},
+        {"response_format": {"type": "json_object", "schema": SCHEMA}},  # llama.cpp's dialect
+    ],
+)
+def test_a_placeholder_answer_echoes_the_schema_descriptions_and_the_prompts_templates(fake_llm_server, request_format):
+    fake_llm_server.reset()
+    fake_llm_server.add_rule(task="judge", placeholder=True, json={"score": 10})
+    prompt = 'Reply with JSON only: {"score": <whole number 0-10>, "reasoning": "<2-4 short sentences>"}'
+
+    _, body, _ = _chat(fake_llm_server, prompt, task="judge", **request_format)
+
+    assert json.loads(_content(body)) == {
+        "title": "A short title, at most 200 characters",
+        "score": 10,
+        "reasoning": "<2-4 short sentences>",
+    }
+
+
+def test_a_placeholder_answer_without_a_schema_echoes_the_prompts_templates(fake_llm_server):
+    fake_llm_server.reset()
+    fake_llm_server.add_rule(task="judge", placeholder=True, json={"score": 0})
+
+    _, body, _ = _chat(fake_llm_server, 'Reply: {"score": <0-10>, "reasoning": "<what was right>"}', task="judge")
+
+    assert json.loads(_content(body)) == {"reasoning": "<what was right>", "score": 0}
+
+
 def test_as_llama_cpp_it_refuses_json_schema_and_embeddings_with_500(fake_llm_server):
     fake_llm_server.reset()
     fake_llm_server.set_server("llama.cpp")

@@ -473,7 +473,7 @@ def _cosine(a: list[float], b: list[float]) -> float:
 
 
 def test_a_thread_is_told_once_as_its_next_request_goes_out(fake_llm):
-    # A run's lane saves its previous case meanwhile (runs/services/execution.py).
+    # A run's lane saves its previous case meanwhile (runs/engine/lane.py).
     from evalsite.llm.client import on_request_sent
 
     calls: list[int] = []

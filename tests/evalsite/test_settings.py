@@ -70,6 +70,21 @@ def test_database_url_selects_postgresql():
     )
 
 
+def test_postgresql_ends_a_transaction_its_client_left_idle():
+    # A worker host cut off from the network mid-save leaves its transaction open, holding its
+    # run's row lock: every worker saving a case of that run, and the reaper, would wait on it
+    # until TCP gave up (hours). PostgreSQL ends such a session after the timeout (issue 37).
+    url = "postgres://evalsite:pw@db.internal:5433/evalsite"
+    options = "s.DATABASES['default'].get('OPTIONS', {})"
+    default = _load(options, DATABASE_URL=url)
+    chosen = _load(options, DATABASE_URL=url, DATABASE_IDLE_IN_TRANSACTION_TIMEOUT="7")
+    off = _load(options, DATABASE_URL=url, DATABASE_IDLE_IN_TRANSACTION_TIMEOUT="0")
+
+    assert default["options"] == "-c idle_in_transaction_session_timeout=20000"
+    assert chosen["options"] == "-c idle_in_transaction_session_timeout=7000"
+    assert "options" not in off
+
+
 def test_without_redis_url_celery_and_clients_use_the_embedded_socket():
     broker, client = _load("[s.CELERY_BROKER_URL, s.REDIS_CLIENT_URL]")
 

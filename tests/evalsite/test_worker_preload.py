@@ -50,3 +50,36 @@ def test_a_first_case_imports_nothing_the_worker_preload_did_not(fake_llm):
     new = json.loads(line.removeprefix("NEW-MODULES "))
     assert new == [], f"imported by the first case, so again in every pool child: {new}"
     assert len(fake_llm.requests) >= 2, "the calls did not reach the fake model"
+
+
+# A worker's main process as Celery starts it: evalsite/celery.py sees `celery ... worker` and
+# turns the cyclic garbage collector off for the start-up's imports; the preload turns it on.
+WORKER_START = """
+import gc, sys
+sys.argv = [sys.argv[0].replace("-c", "") + "/venv/bin/celery", "-A", "evalsite", "worker"]
+import django
+django.setup()
+off_at_start = not gc.isenabled()
+from evalsite import celery
+celery._preload_litellm()
+print("GC", off_at_start, gc.isenabled())
+"""
+
+
+def test_a_worker_starts_with_the_garbage_collector_off_and_forks_its_pool_with_it_on(fake_llm):
+    done = subprocess.run(
+        [sys.executable, "-c", WORKER_START], cwd=ROOT, env=worker_env(), capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "GC True True" in done.stdout, done.stdout[-2000:]
+
+
+def test_web_and_beat_keep_the_garbage_collector_on(monkeypatch):
+    from evalsite import celery
+
+    for argv in (["/srv/.venv/bin/gunicorn", "evalsite.wsgi:application"], ["manage.py", "runserver"],
+                 ["/srv/.venv/bin/celery", "-A", "evalsite", "beat"]):  # fmt: skip
+        monkeypatch.setattr(sys, "argv", argv)
+        assert not celery._starting_a_worker(), argv
+    monkeypatch.setattr(sys, "argv", ["/srv/.venv/lib/python3.11/site-packages/celery/__main__.py", "worker"])
+    assert celery._starting_a_worker()

@@ -16,8 +16,8 @@ from agents.models import Agent
 from evalsite import llm
 from evalsite.llm import client
 from runs import services
+from runs.judging.scoring import JUDGE_SCHEMA, Evaluation, JudgeError, judge, judge_prompt
 from runs.models import Result, Run
-from runs.scoring import JUDGE_SCHEMA, Evaluation, JudgeError, judge, judge_prompt
 from tests.realmodel.server import CONTEXT_TOKENS, MODEL_ALIAS
 from tests.runs.conftest import wait_settled
 
@@ -77,8 +77,10 @@ def test_the_judge_scores_or_names_the_cause(real_llm):
     try:
         judgment = judge(REFUND, {}, {})
     except JudgeError as error:
-        assert error.message.startswith("The judge failed: ")
-        assert len(error.message) > len("The judge failed: ") + 10
+        # A failed call, or an answer that failed its checks twice (runs/judging/checks.py).
+        prefix = "Judge answer unusable: " if error.kind == "judge_unusable" else "The judge failed: "
+        assert error.message.startswith(prefix)
+        assert len(error.message) > len(prefix) + 10
     else:
         assert 0 <= judgment.score <= 10 and judgment.reasoning
 
@@ -184,8 +186,8 @@ NEW_SCHEMAS = {
 @pytest.mark.parametrize("name", list(NEW_SCHEMAS))
 def test_the_new_structured_answers_validate_in_llama_cpps_dialect(real_llm, name):
     from datasets.coverage import LINKS_SCHEMA, RULES_SCHEMA
-    from runs.scenario_scoring import SCENARIO_JUDGE_SCHEMA
-    from runs.simulator import SIMULATOR_SCHEMA
+    from runs.engine.simulator import SIMULATOR_SCHEMA
+    from runs.judging.scenario import SCENARIO_JUDGE_SCHEMA
 
     schema = {
         "simulator": SIMULATOR_SCHEMA,

@@ -14,8 +14,9 @@ def dataset(agent):
 
 @pytest.fixture
 def ten_run(agent, dataset):
-    """Ten cases, one result each: 7 pass (scores 9, 9, 8, 8, 9, 10, 9), 3 fail (2, 3, 1)."""
-    scores = [("pass", 9.0)] * 2 + [("pass", 8.0)] * 2 + [("pass", 9.0), ("pass", 10.0), ("pass", 9.0)]
+    """Ten cases, one result each: 7 pass (scores 9, 9, 7.5, 7.5, 9, 10, 9), 3 fail (2, 3, 1); the two 7.5s sit
+    within a point of the line (7)."""
+    scores = [("pass", 9.0)] * 2 + [("pass", 7.5)] * 2 + [("pass", 9.0), ("pass", 10.0), ("pass", 9.0)]
     scores += [("fail", 2.0), ("fail", 3.0), ("fail", 1.0)]
     specs = []
     for index, (state, score) in enumerate(scores):

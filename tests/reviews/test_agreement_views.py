@@ -13,7 +13,7 @@ from openpyxl import load_workbook
 from accounts import services as account_services
 from reviews import services
 from reviews.selectors import agreement_groups, judge_key
-from runs import exporters, xlsx_export
+from runs.reports import exporters, xlsx_export
 from tests.reviews.conftest import results_of
 from tests.runs.review_helpers import CaseSpec, build_run
 
@@ -45,8 +45,8 @@ def test_the_groups_count_every_review_against_the_judge(reviewed_run):
     }
     # po = 5/9; judge passes 7, reviewer passes 5: pe = (7*5 + 2*4)/81 = 43/81; kappa = (45-43)/(81-43) = 2/38.
     assert group.figures.kappa == pytest.approx(2 / 38)
-    # Scores: agrees take the judge's (diff 0, 5 of them); |9-3| + |8-4| + |3-8| = 15 over 8 scored pairs.
-    assert group.figures.mae == pytest.approx(15 / 8)
+    # Scores: agrees take the judge's (diff 0, 5 of them); |9-3| + |7.5-4| + |3-8| = 14.5 over 8 scored pairs.
+    assert group.figures.mae == pytest.approx(14.5 / 8)
     assert len(group.disagreements) == 4
     assert (group.reviewers.results, group.reviewers.agreed) == (1, 0)
     assert {tag for tag, _ in group.tags} == {"refunds", "billing"}
@@ -86,8 +86,15 @@ def test_the_agreement_page_filters_by_tag(client_alice, reviewed_run):
     assert "Nothing reviewed yet with the tag" in empty.content.decode()
 
 
-def test_the_agent_page_shows_the_agreement_and_its_chart(client_alice, reviewed_run):
-    response = client_alice.get(reverse("agents:detail", args=[reviewed_run.agent_id]))
+def test_the_agent_page_loads_its_agreement_panel_from_reviews_view(client_alice, reviewed_run):
+    text = client_alice.get(reverse("agents:detail", args=[reviewed_run.agent_id])).content.decode()
+
+    assert reverse("reviews:agent_panel", args=[reviewed_run.agent_id]) in text
+    assert 'id="agent-agreement"' in text and "review-panel" not in text  # the panel comes with its view
+
+
+def test_the_agent_panel_shows_the_agreement_and_its_chart(client_alice, reviewed_run):
+    response = client_alice.get(reverse("reviews:agent_panel", args=[reviewed_run.agent_id]))
 
     text = " ".join(response.content.decode().split())
     assert "Judge agreement" in text
@@ -95,8 +102,8 @@ def test_the_agent_page_shows_the_agreement_and_its_chart(client_alice, reviewed
     assert "<svg" in text and f"run #{reviewed_run.pk}: 5 of 9" in text
 
 
-def test_the_agent_page_without_reviews_says_so(client_alice, ten_run):
-    text = client_alice.get(reverse("agents:detail", args=[ten_run.agent_id])).content.decode()
+def test_the_agent_panel_without_reviews_says_so(client_alice, ten_run):
+    text = client_alice.get(reverse("reviews:agent_panel", args=[ten_run.agent_id])).content.decode()
     assert "No result is reviewed yet." in text
 
 
@@ -153,7 +160,7 @@ def test_the_api_posts_a_review_and_lists_results_with_reviews(api, ten_run):
 
 def test_the_api_reads_the_queue_and_the_agreement(api, ten_run, bob):
     queue = api.get(f"/api/runs/{ten_run.pk}/review-queue").json()
-    # The two 8/10 results (cases 3 and 4) sit within a point of the line; then a sample of 3.
+    # The two 7.5/10 results (cases 3 and 4) sit within a point of the line; then a sample of 3.
     assert [(item["case_position"], item["reasons"][0]) for item in queue[:2]] == [
         (3, "near_threshold"),
         (4, "near_threshold"),
@@ -200,14 +207,14 @@ def test_the_api_documents_the_review_endpoints(client):
 
 
 def test_a_judge_configuration_is_named_once_not_judge_judge(client_alice, reviewed_run):
-    from runs.judging import dataset_judge_config
+    from runs.judging.configs import dataset_judge_config
 
     config = dataset_judge_config(dataset=reviewed_run.dataset)
     type(reviewed_run).objects.filter(pk=reviewed_run.pk).update(judge_config=config)
     reviewed_run.refresh_from_db()
     pages = {
         "agreement": client_alice.get(reverse("reviews:agreement", args=[reviewed_run.agent_id])).content.decode(),
-        "agent": client_alice.get(reverse("agents:detail", args=[reviewed_run.agent_id])).content.decode(),
+        "agent": client_alice.get(reverse("reviews:agent_panel", args=[reviewed_run.agent_id])).content.decode(),
         "report": exporters.run_export_html(reviewed_run),
     }
     for name, page in pages.items():

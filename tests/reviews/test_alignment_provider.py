@@ -3,7 +3,7 @@ section 7): registered in ReviewsConfig.ready(), no stand-in provider."""
 
 from datasets.models import Dataset
 from reviews import services
-from runs import judging
+from runs.judging import configs as judging
 from tests.reviews.conftest import results_of
 
 

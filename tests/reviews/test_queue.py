@@ -114,3 +114,25 @@ def test_the_queue_filters_by_reason_and_tag(doubtful_run, alice):
     billing = queue.review_queue(runs=[doubtful_run], reviewer=alice, seed=1, tag="billing")
     assert billing and all("billing" in item.tags for item in billing)
     assert billing[0].result.case.question == "near above"
+
+
+def test_unstable_verdicts_come_first_then_the_nearest_to_the_line(agent, alice):
+    """Issue 34: a run judged with re-asks near the line (pass at 7)."""
+    samples = {0: (7.0, [7, 7, 8], True), 1: (8.0, [], None), 2: (6.0, [6, 6, 8], False), 3: (6.0, [6, 8, 6], False)}
+    cases = [
+        CaseSpec(question=f"case {n}", repeats=[("pass" if score >= 7 else "fail", score)])
+        for n, (score, _, _) in samples.items()
+    ]
+    cases += [CaseSpec(question=f"sure {n}", repeats=[("pass", 8.0)]) for n in range(4)]
+    run = build_run(agent=agent, cases=cases)
+    for position, (_, judged, stable) in samples.items():
+        Result.objects.filter(run=run, case__position=position).update(judge_samples=judged, judge_stable=stable)
+
+    items = queue.review_queue(runs=[run], reviewer=alice, seed=run.pk)
+
+    flagged = [(item.result.case.position, item.reason) for item in items if item.reason != "sample"]
+    assert flagged == [(2, "unstable"), (3, "unstable"), (0, "near_threshold")]
+    assert items[0].details[0] == "Asked 3 times: 6, 6, 8 (pass at 7)"
+    within = [item.result.score for item in items if "near_threshold" in item.reasons]
+    assert 8.0 not in within  # an 8 is a pass a point lower too: not "within 1 point"
+    assert all(item.reasons == ["sample"] for item in items[3:])

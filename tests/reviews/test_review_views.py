@@ -20,7 +20,7 @@ def _run_url(run):
 
 
 def test_the_run_page_shows_a_review_control_on_every_card(client_alice, ten_run):
-    response = client_alice.get(_run_url(ten_run))
+    response = client_alice.get(_run_url(ten_run), {"tab": "review"})  # its figures above the cards
 
     assert response.status_code == 200
     text = response.content.decode()
@@ -158,9 +158,9 @@ def test_the_queue_pages_list_doubtful_results_with_their_reasons(client_alice, 
 
     assert response.status_code == 200
     text = response.content.decode()
-    # Scores 8/10 (twice) sit within a point of the line; the rest are confident: a sample of 3.
+    # Scores 7.5/10 (twice) sit within a point of the line; the rest are confident: a sample of 3.
     assert text.count("data-review-item") == 5
-    assert text.count("Score within 1 point of the pass line</span>") == 2
+    assert text.count("Within 1 point of the pass line: a point either way changes the verdict</span>") == 2
     assert "Random sample of confident results" in text
     assert 'aria-current="page">Review</a>' in text
 
@@ -169,7 +169,7 @@ def test_the_queue_filters_and_the_post_comes_back_to_it(client_alice, ten_run):
     url = reverse("reviews:run_queue", args=[ten_run.agent_id, ten_run.pk])
     near = client_alice.get(url, {"reason": "near_threshold"})
     assert near.content.decode().count("data-review-item") == 2
-    first = results_of(ten_run)[2]  # a score of 8: the first of the queue
+    first = results_of(ten_run)[2]  # a score of 7.5: the first of the queue
 
     response = client_alice.post(
         _review_url(ten_run, first), {"verdict": "agree", "next": f"{url}?reason=near_threshold"}

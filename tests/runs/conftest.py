@@ -19,8 +19,8 @@ from tests.waiting import wait_for
 def _clear_worker_caches() -> None:
     """Per-process caches keyed by primary key: a rolled-back SQLite test can reuse an id."""
     from agents import adapters
-    from runs import engine
-    from runs.services import execution
+    from runs.engine import case as engine
+    from runs.engine import execution
 
     execution._version.cache_clear()
     engine.document_text.cache_clear()

@@ -35,6 +35,11 @@ class CaseSpec:
     case_id: str = ""
     data: dict[str, Any] = field(default_factory=dict)
     source_case_id: int | None = None
+    # Set on every result of the case: what other parts of the engine record (an unusable
+    # judge answer with its reason, answers cut at their token limit).
+    error_kind: str = ""
+    error: str = ""
+    cut: list[dict[str, Any]] = field(default_factory=list)
 
 
 def build_run(
@@ -50,6 +55,7 @@ def build_run(
     parent: Run | None = None,
     error: str = "",
     request_key: str = "",
+    judge_failed_preflight: bool = False,
 ) -> Run:
     now = timezone.now()
     run = Run.objects.create(
@@ -64,6 +70,7 @@ def build_run(
         judge_model=judge_model,
         parent=parent,
         request_key=request_key,
+        judge_failed_preflight=judge_failed_preflight,
         started_at=now - timedelta(seconds=30),
         finished_at=None if status in Run.ACTIVE_STATUSES else now,
         summary_note="" if status in Run.ACTIVE_STATUSES else "No summary: no model is configured.",
@@ -100,6 +107,12 @@ def _result(
     minutes: int = 0,
 ) -> Result:
     finished = state in Result.FINISHED_STATUSES
+    abstained = state == Result.Status.ABSTAINED
+    verdicts = {
+        Result.Status.PASS: "Correct",
+        Result.Status.FAIL: "Incorrect",
+        Result.Status.ABSTAINED: "Needs a judge model",
+    }
     return Result(
         run=run,
         case=case,
@@ -107,11 +120,20 @@ def _result(
         variant=variant,
         status=state,
         question=spec.question if not variant else f"Paraphrase {variant}: {spec.question}",
-        actual_answer=spec.answer if finished and state != Result.Status.ERROR else "",
-        error="The agent timed out after 30 s." if state == Result.Status.ERROR else "",
-        score=score if finished else None,
-        verdict="Correct" if state == Result.Status.PASS else ("Incorrect" if state == Result.Status.FAIL else ""),
-        reasoning="Offline reference scorer: 1 of 1 key points covered." if finished else "",
+        # An unusable judge answer still judged an answer the agent gave.
+        actual_answer=spec.answer if finished and (state != Result.Status.ERROR or spec.error_kind) else "",
+        error=spec.error or ("The agent timed out after 30 s." if state == Result.Status.ERROR else ""),
+        error_kind=spec.error_kind,
+        cut=spec.cut,
+        score=score if finished and not abstained else None,
+        verdict=verdicts.get(state, ""),
+        reasoning=(
+            "Offline reference scorer: the expected answer describes what the agent should do."
+            if abstained
+            else "Offline reference scorer: 1 of 1 key points covered."
+        )
+        if finished and not spec.error_kind
+        else "",
         scorers=[{"name": "rouge_l", "label": "ROUGE-L", "score": 0.5, "passed": None, "detail": "LCS F1"}]
         if finished
         else [],
@@ -132,6 +154,7 @@ def _count(run: Run) -> None:
     run.passed = main.filter(status=Result.Status.PASS).count()
     run.failed = main.filter(status=Result.Status.FAIL).count()
     run.errored = main.filter(status=Result.Status.ERROR).count()
+    run.abstained = main.filter(status=Result.Status.ABSTAINED).count()
     run.score_total = sum(scores)
     if run.status not in Run.ACTIVE_STATUSES:
         run.average_score = sum(scores) / len(scores) if scores else None

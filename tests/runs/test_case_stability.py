@@ -1,5 +1,5 @@
-"""Flaky cases: verdict flips across a dataset's runs with nothing changed (runs.stats.verdict_flips,
-runs.services.stability), the marks on the dataset page and result cards, and the filter."""
+"""Flaky cases: verdict flips across a dataset's runs with nothing changed (runs.comparing.stats.verdict_flips,
+runs.comparing.flaky), the marks on the dataset page and result cards, and the filter."""
 
 import pytest
 from django.test import override_settings
@@ -7,8 +7,8 @@ from django.urls import reverse
 
 from agents.models import AgentVersion
 from datasets.models import TestCase
-from runs.services.stability import case_stability_refresh
-from runs.stats import verdict_flips
+from runs.comparing.flaky import case_stability_refresh
+from runs.comparing.stats import verdict_flips
 from tests.factories import DatasetFactory, TestCaseFactory
 from tests.runs.review_helpers import CaseSpec, build_run
 

@@ -1,9 +1,9 @@
-"""Comparing two runs case by case (runs.comparison)."""
+"""Comparing two runs case by case (runs.comparing.comparison)."""
 
 import pytest
 
 from agents.models import AgentVersion
-from runs.comparison import CHANGE_FIX, CHANGE_REGRESSION, run_compare
+from runs.comparing.comparison import CHANGE_FIX, CHANGE_REGRESSION, run_compare
 from runs.models import Run
 from tests.factories import DatasetFactory
 from tests.runs.review_helpers import CaseSpec, build_run

@@ -11,8 +11,8 @@ from agents.models import AgentVersion
 from agents.rules import rule_id, rules_changed, rules_split
 from datasets.coverage import coverage_for, lexical_links
 from datasets.models import Dataset, RuleMap, TestCase
-from runs.coverage import coverage_view
 from runs.models import Result, Run, RunCase
+from runs.reports.coverage import coverage_view
 from tests.factories import AgentFactory, DatasetFactory, TestCaseFactory
 
 pytestmark = pytest.mark.django_db
@@ -231,7 +231,11 @@ def test_generating_for_uncovered_rules_appends_exactly_the_count_without_duplic
     written = [
         {"question": existing.question, "expected_answer": "Yes.", "tests_rule": "R1"},  # repeats the dataset
         *[
-            {"question": f"Question {n} about {text}", "expected_answer": "An answer.", "tests_rule": f"R{n}"}
+            {
+                "question": f"Question {n} about {text}",
+                "expected_answer": f"As the rule says: {text}",
+                "tests_rule": f"R{n}",
+            }
             for n, text in enumerate(uncovered, start=1)
         ],
     ]

@@ -7,7 +7,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from datasets.models import Document
-from runs import engine, services
+from runs import services
+from runs.engine import case as engine
 from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db

@@ -147,6 +147,10 @@ def test_json_output_is_machine_readable(agent, dataset, tmp_path):
         "passed": 1,
         "failed": 1,
         "errored": 0,
+        "abstained": 0,
+        "judge_failed_preflight": False,
+        "judge_unusable": 0,
+        "cut": [],
         "total": 2,
         "pass_rate": 0.5,
         "threshold": 0.5,
@@ -256,7 +260,7 @@ def test_a_run_stopped_at_its_budget_exits_2_with_the_reason(agent, dataset):
 
     code, out, _ = _evalrun(*args)
     assert code == 2
-    assert f"Run #{run.pk} was stopped: budget reached ($0.0110 of its $0.01 cap), before it finished" in out
+    assert f"Run #{run.pk} was stopped: budget reached ($0.0110 of its $0.0100 cap), before it finished" in out
     code, out, _ = _evalrun(*args, "--json")
     data = json.loads(out)
     assert (code, data["exit_code"], data["ok"]) == (2, 2, False)
@@ -291,3 +295,49 @@ def test_wait_polls_with_one_small_query_at_most_every_half_second(agent, datase
     polls = [q["sql"] for q in captured.captured_queries if q["sql"].startswith("SELECT")]
     assert len(polls) == 3 + 1 + 1  # three polls while running, the one that sees it finished, the final row
     assert '"summary_note"' in polls[0] and '"dataset_name"' not in polls[0]  # a poll reads the progress columns
+
+
+@pytest.fixture
+def served_elsewhere(settings, tmp_path, monkeypatch):
+    """`make run PORT=8104` in another shell: the stack recorded its address; this shell has
+    no HOST, PORT or SITE_URL of its own."""
+    from evalsite import links
+
+    settings.EVALSITE_SERVED_URL_FILE = tmp_path / "served-url"
+    settings.SITE_URL, settings.SITE_URL_EXPLICIT = "http://127.0.0.1:8000", False
+    monkeypatch.delenv("PORT", raising=False)
+    monkeypatch.delenv("HOST", raising=False)
+    links.served_url_record("http://127.0.0.1:8104")  # this process stands for the live stack
+    return "http://127.0.0.1:8104"
+
+
+@pytest.mark.django_db
+def test_links_in_the_output_and_the_reports_use_the_port_the_stack_serves(agent, dataset, tmp_path, served_elsewhere):
+    """Issue 34, item 7: not a hard-coded http://127.0.0.1:8000."""
+    run = _finished(agent, dataset, [("pass", 9.0)])
+    page = f"{served_elsewhere}/agents/{agent.pk}/runs/{run.pk}/"
+
+    code, out, err = _evalrun(
+        "--agent", str(agent.pk), "--dataset", dataset.name, "--wait", "--json",
+        "--output", str(tmp_path / "reports"), "--request-key", "ci-42",
+    )  # fmt: skip
+
+    assert code == 0 and json.loads(out)["url"] == page
+    assert f"Run page: {page}" in err
+    assert json.loads((tmp_path / "reports" / f"run-{run.pk}.json").read_text())["run"]["url"] == page
+    report = (tmp_path / "reports" / f"run-{run.pk}.html").read_text()
+    assert page in report and ":8000" not in report
+
+
+@pytest.mark.django_db
+def test_an_own_port_or_a_stack_that_is_gone_is_not_overruled(agent, dataset, served_elsewhere, monkeypatch):
+    from evalsite import links
+
+    monkeypatch.setenv("PORT", "8000")  # this shell says where the console is: its word counts
+    assert links.command_site_url() == "http://127.0.0.1:8000"
+    monkeypatch.delenv("PORT")
+    assert links.command_site_url() == served_elsewhere
+    links.served_url_file().write_text("http://127.0.0.1:8104 999999999\n")  # no such process
+    assert links.command_site_url() == "http://127.0.0.1:8000"
+    links.served_url_forget()
+    assert links.command_site_url() == "http://127.0.0.1:8000"

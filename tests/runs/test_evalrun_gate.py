@@ -6,6 +6,7 @@ import pytest
 
 from agents.models import AgentVersion
 from datasets.models import TestCase
+from runs.comparing.gate import EXIT_NOTHING_TO_GATE
 from runs.models import Run
 from runs.services import dataset_baseline_pin
 from tests.factories import DatasetFactory, TestCaseFactory
@@ -129,6 +130,21 @@ def test_ignore_flaky_leaves_flaky_cases_out_and_lists_them(agent, dataset, v2):
     code, out, _ = _gate(agent, dataset, "--baseline", str(baseline.pk), "--ignore-flaky", "--json")
     data = json.loads(out)
     assert data["ignored_flaky"]["count"] == 6 and data["total_counted"] == 4 and data["total"] == 10
+
+
+def test_with_every_case_flaky_there_is_nothing_to_gate_on(agent, dataset):
+    """Issue 34, item 6: not "0/0 passed" and exit 1, but a code of its own that says so."""
+    TestCase.objects.filter(dataset=dataset).update(flips=3, flip_chances=4)
+    _run(agent, dataset, [FAIL] * 5 + [PASS] * 5, key="ci-42")
+
+    code, out, _ = _gate(agent, dataset, "--threshold", "0.9", "--ignore-flaky")
+    assert code == EXIT_NOTHING_TO_GATE == 4
+    assert "0/0 passed" not in out
+    assert "Nothing to gate on: all 10 cases of this dataset are flaky" in out
+
+    code, out, _ = _gate(agent, dataset, "--threshold", "0.9", "--ignore-flaky", "--json")
+    data = json.loads(out)
+    assert (data["exit_code"], data["ok"], data["nothing_to_gate"], data["pass_rate"]) == (4, False, True, None)
 
 
 def test_different_judges_are_labelled(agent, dataset, v2):

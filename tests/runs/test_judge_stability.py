@@ -6,7 +6,8 @@ import pytest
 from django.urls import reverse
 
 from agents.models import Agent
-from runs import services, stability
+from runs import services
+from runs.judging import stability
 from runs.models import Result
 from tests.runs.conftest import drive
 

@@ -7,7 +7,8 @@ from django.urls import reverse
 
 from agents.models import Agent
 from datasets import services as dataset_services
-from runs import judging, services
+from runs import services
+from runs.judging import configs as judging
 from runs.models import JudgeConfig
 from tests.runs.conftest import drive
 

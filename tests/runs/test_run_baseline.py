@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from agents.models import AgentVersion
-from runs.baseline import baseline_box_get, baseline_run_get
+from runs.comparing.baseline import baseline_box_get, baseline_run_get
 from runs.models import DatasetBaseline, Run
 from runs.services import dataset_baseline_pin, dataset_baseline_unpin
 from tests.factories import DatasetFactory
@@ -53,7 +53,7 @@ def test_a_new_run_shows_its_difference_from_the_baseline(client_alice, agent, d
     box = baseline_box_get(run=run)
     assert box is not None and box.test is not None
     assert (box.test.fixes, box.test.breaks) == (0, 6) and box.test.significantly_worse
-    html = client_alice.get(reverse("runs:detail", args=[agent.pk, run.pk])).content.decode()
+    html = client_alice.get(reverse("runs:detail", args=[agent.pk, run.pk]), {"tab": "baseline"}).content.decode()
     assert "v2 fixes 0 and breaks 6 cases of 6; this is unlikely to be chance (p = 0.031)." in html
     assert "Mean score change −6.0 (95% interval −6.0 to −6.0" in html
     assert f"?a={baseline.pk}&amp;b={run.pk}" in html
@@ -64,7 +64,7 @@ def test_the_baseline_run_page_says_so_and_offers_unpin(client_alice, agent, dat
     url = reverse("runs:baseline", args=[agent.pk, baseline.pk])
     response = client_alice.post(url, {"action": "pin"})
     assert response.status_code == 302 and response["Location"].endswith("#baseline")
-    html = client_alice.get(reverse("runs:detail", args=[agent.pk, baseline.pk])).content.decode()
+    html = client_alice.get(reverse("runs:detail", args=[agent.pk, baseline.pk]), {"tab": "baseline"}).content.decode()
     assert "This run is the baseline of" in html and 'value="unpin"' in html
     client_alice.post(url, {"action": "unpin"})
     assert not DatasetBaseline.objects.exists()

@@ -1,4 +1,4 @@
-"""The hard cost cap of a run (runs/services/budget.py): Stopped with "budget reached", results
+"""The hard cost cap of a run (runs/engine/budget.py): Stopped with "budget reached", results
 kept, and no call started once the cap is reached, counted at the fake LLM server."""
 
 from decimal import Decimal
@@ -6,9 +6,10 @@ from decimal import Decimal
 import pytest
 
 from agents.models import Agent
-from runs import engine, services
+from runs import services
+from runs.engine import case as engine
+from runs.engine import claims, execution, saving
 from runs.models import Result, Run
-from runs.services import execution
 from tests.runs.conftest import drive
 
 pytestmark = pytest.mark.django_db
@@ -66,14 +67,14 @@ def test_a_case_already_calling_when_the_cap_is_reached_finishes_and_is_counted(
     run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice, budget_cap=cap)
     first, second, third = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id")
     # The second case is claimed and has made its calls (a worker of the window of 3) ...
-    in_flight, _ = execution._result_claim(second.pk, second.token)
+    in_flight, _ = claims.result_claim(second.pk, second.token)
     outcome = engine.execute(in_flight, in_flight.run, execution._version(run.agent_version_id))
     # ... when the first case finishes and reaches the cap.
     services.run_execute_case(result_id=first.pk, token=first.token)
     run.refresh_from_db()
     assert (run.status, run.stop_reason) == (Run.Status.STOPPED, Run.BUDGET_REACHED)
 
-    execution._result_save(in_flight, second.token, outcome)
+    saving.result_save(in_flight, second.token, outcome)
     # The third case's message arrives after the stop: its case is skipped, no call is made.
     services.run_execute_case(result_id=third.pk, token=third.token)
     run = drive(run)

@@ -171,7 +171,7 @@ def _matrix_runs(agent, dataset):
 
 
 def test_five_runs_as_a_matrix_with_regressions_first(client_alice, agent):
-    from runs.matrix import run_matrix
+    from runs.comparing.matrix import run_matrix
 
     runs = _matrix_runs(agent, DatasetFactory(agent=agent))
     matrix = run_matrix(runs=list(reversed(runs)))

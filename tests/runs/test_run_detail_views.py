@@ -421,7 +421,10 @@ def test_a_finished_run_stops_polling(client_alice, engine_run):
     assert response.status_code == HTMX_STOP_POLLING
     assert "hx-trigger" not in body
     assert body.count('class="result-card ') == 3  # the last ones arrive with the final response
-    assert '<section id="run-charts"' in body
+    # The charts come with it on their own tab only (the results tab has none to refresh).
+    assert '<section id="run-charts"' not in body
+    charts = _poll(client_alice, engine_run, tab="charts").content.decode()
+    assert '<section id="run-charts"' in charts and 'class="result-card ' not in charts
 
 
 def test_a_finished_run_page_does_not_poll(client_alice, engine_run):
@@ -490,13 +493,14 @@ def test_the_page_and_its_poll_stay_within_their_query_budget(
     client_alice, agent, dataset, django_assert_max_num_queries
 ):
     run = _big_run(agent, dataset, 1000)
-    # 19 (3 of them the session's first save): one reads the reviews of the page's cards
-    # (runs.selectors.CARD_PREFETCHES); the run comes with its agent, and an active run's
-    # charts come after the page (runs:charts).
-    with django_assert_max_num_queries(19):
+    # 20 (3 of them the session's first save): one reads the reviews of the page's cards
+    # (runs.selectors.CARD_PREFETCHES), one the results with an unusable judge answer or a
+    # cut one (runs.judging.trust); the run comes with its agent, and an active run's charts come
+    # after the page (runs:charts).
+    with django_assert_max_num_queries(20):
         client_alice.get(_url(run))
     finish_case(run, 0)
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(9):  # runs.judging.trust's one query included
         client_alice.get(_url(run), {"seen": ""}, HTTP_HX_REQUEST="true")
 
 
@@ -522,17 +526,17 @@ def test_a_teammate_sees_the_run(client_bob, mixed_run):
 
 
 def test_the_poll_that_sees_the_run_end_brings_the_suggestions_panel_with_it(client_alice, engine_run):
-    page = client_alice.get(_url(engine_run)).content.decode()
+    page = client_alice.get(_url(engine_run), {"tab": "suggestions"}).content.decode()
     assert 'hx-include="#live-state, #suggestions-panel-state"' in page
     assert 'name="panel" value="active"' in page
     drive(engine_run)
 
-    body = _poll(client_alice, engine_run, seen="", panel="active").content.decode()
+    body = _poll(client_alice, engine_run, seen="", panel="active", tab="suggestions").content.decode()
     assert 'id="suggestions-live" class="suggestions-live" hx-swap-oob="true"' in body
     assert "Suggestions appear here when the run finishes." not in body
     assert 'data-dialog-open="stop-dialog"' not in body and "Running" not in body
     # Once the page has the final panel, later polls leave it alone (an open dialog stays open).
-    body = _poll(client_alice, engine_run, seen="", panel="none_needed").content.decode()
+    body = _poll(client_alice, engine_run, seen="", panel="none_needed", tab="suggestions").content.decode()
     assert 'id="suggestions-live"' not in body
 
 

@@ -76,9 +76,9 @@ def test_a_lane_past_its_turn_keeps_its_slot_while_no_message_waits_for_a_worker
     make_dataset, alice, no_llm, settings, broker_queue, monkeypatch
 ):
     # Handing on would only cost the lane a round trip through Redis: nobody would take its turn.
-    from runs.services import execution
+    from runs.engine import lane as lanes
 
-    monkeypatch.setattr(execution, "LANE_MAX_TURNS", 1_000_000)
+    monkeypatch.setattr(lanes, "LANE_MAX_TURNS", 1_000_000)
     run, first = _one_lane_run(make_dataset, alice, settings)
 
     services.run_execute_case(result_id=first.pk, token=first.token)
@@ -89,29 +89,29 @@ def test_a_lane_past_its_turn_keeps_its_slot_while_no_message_waits_for_a_worker
     assert drive(run).status == Run.Status.COMPLETED
 
 
-def _another_task_waits(execution, monkeypatch):
+def _another_task_waits(lanes, monkeypatch):
     from evalsite.tasks import health_check
 
     health_check.delay("another task, waiting for a worker")
 
 
-def _the_lanes_last_turn(execution, monkeypatch):
-    monkeypatch.setattr(execution, "LANE_MAX_TURNS", 1)  # so no case starts late in its task's time limit
+def _the_lanes_last_turn(lanes, monkeypatch):
+    monkeypatch.setattr(lanes, "LANE_MAX_TURNS", 1)  # so no case starts late in its task's time limit
 
 
-def _the_broker_cannot_say(execution, monkeypatch):
-    monkeypatch.setattr(execution, "messages_waiting", lambda: None)  # Redis down or unreachable
+def _the_broker_cannot_say(lanes, monkeypatch):
+    monkeypatch.setattr(lanes, "messages_waiting", lambda: None)  # Redis down or unreachable
 
 
 @pytest.mark.parametrize("because", [_another_task_waits, _the_lanes_last_turn, _the_broker_cannot_say])
 def test_a_lane_past_its_turn_hands_its_slot_on(
     make_dataset, alice, no_llm, settings, broker_queue, monkeypatch, because
 ):
-    from runs.services import execution
+    from runs.engine import lane as lanes
 
-    monkeypatch.setattr(execution, "LANE_MAX_TURNS", 1_000_000)
+    monkeypatch.setattr(lanes, "LANE_MAX_TURNS", 1_000_000)
     run, first = _one_lane_run(make_dataset, alice, settings)
-    because(execution, monkeypatch)
+    because(lanes, monkeypatch)
 
     services.run_execute_case(result_id=first.pk, token=first.token)
 
@@ -410,9 +410,9 @@ def test_a_lane_out_of_time_hands_its_case_claimed_ahead_on_as_its_one_message(m
 @pytest.mark.django_db(transaction=True)
 def test_a_lane_whose_cases_are_quicker_than_its_thread_saves_then_claims(make_dataset, alice, fake_llm, monkeypatch):
     # With model calls too quick to hide the thread's work, claiming ahead only adds CPU.
-    from runs.services import execution
+    from runs.engine import lane as lanes
 
-    monkeypatch.setattr(execution, "CLAIM_AHEAD_MIN_CASE_MS", 60_000)  # every case here is "quick"
+    monkeypatch.setattr(lanes, "CLAIM_AHEAD_MIN_CASE_MS", 60_000)  # every case here is "quick"
     run = _start(make_dataset(8, kind=Agent.Kind.LLM), alice)
     first, lane = _lane_thread(run)
     lane.join(timeout=60)
@@ -432,10 +432,11 @@ def test_a_lane_saves_its_case_behind_once_its_next_case_request_has_gone_out(
     make_dataset, alice, fake_llm, monkeypatch
 ):
     # Not earlier: the save would share the interpreter with the building of that request.
-    from runs.services import execution
+    from runs.engine import lane as lanes
+    from runs.engine import saving
 
     events = []
-    told, save = execution.llm_client.on_request_sent, execution._result_save_ahead
+    told, save = lanes.llm_client.on_request_sent, saving.result_save_ahead
 
     def on_request_sent(callback):
         told(callback and (lambda: (events.append("request sent"), callback())))
@@ -445,9 +446,9 @@ def test_a_lane_saves_its_case_behind_once_its_next_case_request_has_gone_out(
             events.append(f"save {result.pk}")
         return save(result, *args, **kwargs)
 
-    monkeypatch.setattr(execution.llm_client, "on_request_sent", on_request_sent)
-    monkeypatch.setattr(execution, "_result_save_ahead", result_save_ahead)
-    monkeypatch.setattr(execution, "SAVE_BEHIND_WAIT", 60.0)  # so only the request can start it
+    monkeypatch.setattr(lanes.llm_client, "on_request_sent", on_request_sent)
+    monkeypatch.setattr(saving, "result_save_ahead", result_save_ahead)
+    monkeypatch.setattr(lanes, "SAVE_BEHIND_WAIT", 60.0)  # so only the request can start it
     fake_llm.add_rule(task="agent", contains="Question 04", reply="Refunds are available within 30 days.", delay=2.0)
     run, first, lane = _lane_with_a_slow_first_case(make_dataset, alice, fake_llm, cases=8, delay=1.0)
     fourth = Result.objects.filter(run=run).order_by("id")[3]
@@ -470,10 +471,10 @@ def test_a_lane_whose_next_case_sends_no_model_request_saves_as_that_case_ends(
     # The offline scorer asks no model: nothing goes out to start the save behind a case.
     import time
 
-    from runs.services import execution
+    from runs.engine import lane as lanes
 
-    monkeypatch.setattr(execution, "SAVE_BEHIND_WAIT", 60.0)
-    monkeypatch.setattr(execution, "CLAIM_AHEAD_MIN_CASE_MS", 0)  # every case claims ahead
+    monkeypatch.setattr(lanes, "SAVE_BEHIND_WAIT", 60.0)
+    monkeypatch.setattr(lanes, "CLAIM_AHEAD_MIN_CASE_MS", 0)  # every case claims ahead
     run = _start(make_dataset(6), alice)
     first, lane = _lane_thread(run)
     began = time.monotonic()

@@ -80,6 +80,11 @@ def test_a_summary_cut_at_its_token_limit_is_bounded_and_marked(make_dataset, al
     summary_request = [r for r in fake_llm.requests if r.task == "summary"][0]
     assert summary_request.body["max_tokens"] == 20
     assert run.summary.endswith(" …") and len(run.summary) <= 20 * 4 + 2
+    assert run.summary_note == (
+        "The summary was cut at its length limit of 20 tokens: "
+        "raise EVALSITE_LLM_MAX_TOKENS_SUMMARY for a complete one."
+    )
+    assert not run.summary_pending
     assert fake_llm.count(task="summary") == 1
 
 

@@ -1,11 +1,11 @@
-"""runs/history.py and runs:history: the history chart's points per agent version."""
+"""runs/comparing/history.py and runs:history: the history chart's points per agent version."""
 
 import pytest
 from django.urls import reverse
 
 from agents.models import AgentVersion
-from runs.history import agent_history, judge_key
-from runs.models import Run
+from runs.comparing.history import agent_history, judge_key
+from runs.models import JudgeConfig, Run
 from tests.factories import DatasetFactory
 
 pytestmark = pytest.mark.django_db
@@ -43,25 +43,73 @@ def test_one_point_per_version_with_the_runs_behind_it(agent):
     [history] = agent_history(agent=agent)
 
     assert history.name == "Refunds"
-    assert [p.version for p in history.points] == [v1.number, v2.number]
-    first, second = history.points
+    [series] = history.series
+    assert [p.version for p in series.points] == [v1.number, v2.number]
+    first, second = series.points
     assert [r.pk for r in first.runs] == [a.pk, b.pk] and [r.pk for r in second.runs] == [c.pk]
     assert first.pass_rate == 14 / 20 and first.mean_score == 7.0
     assert second.pass_rate == 0.9 and second.mean_score == 9.0
-    assert not first.judge_changed and not second.judge_changed
     assert second.y_pass < first.y_pass  # higher is up in SVG coordinates
 
 
-def test_a_change_of_judge_configuration_is_marked(agent):
+def test_each_judge_configuration_is_a_series_of_its_own(agent):
     dataset = DatasetFactory(agent=agent)
     v1, v2 = agent.current_version, _version(agent, agent.current_version.number + 1)
-    old = _run(agent, dataset, v1, 5, 5, 5.0, judge_model="judge-a")
-    new = _run(agent, dataset, v2, 7, 3, 7.0, judge_model="judge-b")
+    offline = JudgeConfig.objects.create(dataset=dataset, number=1, fingerprint="a" * 64)
+    model = JudgeConfig.objects.create(
+        dataset=dataset, number=2, fingerprint="b" * 64, judge_model="openai/gpt-4o-mini"
+    )
+    _run(agent, dataset, v1, 5, 5, 5.0, judge_config=offline)
+    _run(agent, dataset, v2, 4, 6, 4.0, judge_config=offline)
+    _run(agent, dataset, v2, 9, 1, 9.0, judge_config=model)  # same version, another judge: not pooled
+
+    [history] = agent_history(agent=agent)
+
+    assert history.versions == [v1.number, v2.number]
+    by_offline, by_model = history.series
+    assert by_offline.label == "judge v1: offline reference scorer" and by_model.label.startswith(
+        "judge v2: gpt-4o-mini"
+    )
+    assert [(p.version, p.pass_rate) for p in by_offline.points] == [(v1.number, 0.5), (v2.number, 0.4)]
+    assert [(p.version, p.pass_rate) for p in by_model.points] == [(v2.number, 0.9)]
+    assert by_model.points[0].x == by_offline.points[1].x  # one x axis of versions
+
+
+def test_runs_from_before_judges_were_numbered_are_told_apart_by_their_judge(agent):
+    dataset = DatasetFactory(agent=agent)
+    old = _run(agent, dataset, agent.current_version, 5, 5, 5.0, judge_model="judge-a")
+    new = _run(agent, dataset, agent.current_version, 7, 3, 7.0, judge_model="judge-b")
     assert judge_key(old) != judge_key(new)
 
     [history] = agent_history(agent=agent)
 
-    assert [p.judge_changed for p in history.points] == [False, True]
+    assert [len(series.points) for series in history.series] == [1, 1]
+
+
+def test_stopped_and_budget_stopped_runs_are_left_out_and_named(agent, client_alice):
+    dataset = DatasetFactory(agent=agent)
+    whole = _run(agent, dataset, agent.current_version, 8, 2, 8.0)
+    stopped = _run(agent, dataset, agent.current_version, 1, 0, 9.0, status=Run.Status.STOPPED)
+    budget = _run(
+        agent, dataset, agent.current_version, 0, 3, 2.0, status=Run.Status.STOPPED, stop_reason="budget reached"
+    )
+
+    [history] = agent_history(agent=agent)
+
+    [point] = history.series[0].points
+    assert point.runs == [whole] and point.pass_rate == 0.8
+    assert history.left_out == [stopped, budget]
+    fragment = client_alice.get(reverse("runs:history", args=[agent.pk]), HTTP_HX_REQUEST="true").content.decode()
+    assert "Left out:" in fragment and f"#{budget.pk}</a> stopped before" in fragment
+
+
+def test_errors_do_not_count_against_the_pass_rate(agent):
+    dataset = DatasetFactory(agent=agent)
+    _run(agent, dataset, agent.current_version, 6, 2, 7.0, errored=2)
+
+    [history] = agent_history(agent=agent)
+
+    assert history.series[0].points[0].pass_rate == 0.75
 
 
 def test_each_dataset_has_its_own_chart(agent):

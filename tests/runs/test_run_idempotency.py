@@ -6,9 +6,10 @@ import pytest
 from django.utils import timezone
 
 from agents.models import Agent, AgentVersion
-from runs import engine, services
+from runs import services
+from runs.engine import case as engine
+from runs.engine import claims
 from runs.models import Result
-from runs.services import execution
 from tests.agents.test_adapters import agent_server  # noqa: F401  (fixture)
 from tests.runs.conftest import drive
 
@@ -30,7 +31,7 @@ def test_a_reexecuted_case_carries_the_same_key_and_the_next_attempt(
     run = _http_run(make_dataset, alice, agent_server.url, cases=1)
     result = Result.objects.get(run=run)
     # A worker claims the case and asks the agent, then dies before saving (kill -9).
-    claimed, _ = execution._result_claim(result.pk, result.token)
+    claimed, _ = claims.result_claim(result.pk, result.token)
     engine.execute(claimed, run, AgentVersion.objects.get(pk=run.agent_version_id))
     old = timezone.now() - timedelta(seconds=settings.EVALSITE_STALE_CLAIM_SECONDS + 1)
     Result.objects.filter(pk=result.pk).update(claimed_at=old)
@@ -57,6 +58,6 @@ def test_the_run_page_counts_reexecutions(client_alice, make_dataset, alice, no_
     run = _http_run(make_dataset, alice, agent_server.url, cases=2)
     drive(run)
     url = f"/agents/{run.agent_id}/runs/{run.pk}/"
-    assert "re-execution" not in client_alice.get(url).content.decode()
-    Result.objects.filter(run=run).update(attempts=2)
-    assert "2 re-executions after a lost worker" in client_alice.get(url).content.decode()
+    assert "asked again" not in client_alice.get(url).content.decode()
+    Result.objects.filter(run=run).update(attempts=2)  # results from before causes were recorded
+    assert "Agent asked again 2 times: 2 after an unrecorded cause" in client_alice.get(url).content.decode()

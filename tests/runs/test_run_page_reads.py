@@ -5,8 +5,9 @@ loaded range and the counts come from the database, agree with the per-case rule
 import pytest
 from django.urls import reverse
 
-from runs import charts, outcomes, selectors
+from runs import outcomes, selectors
 from runs.models import Run
+from runs.reports import charts
 from tests.runs.review_helpers import CaseSpec, build_run, finish_case
 
 pytestmark = pytest.mark.django_db
@@ -115,7 +116,7 @@ def test_an_active_runs_page_and_poll_never_read_every_case(client_alice, agent,
 
 
 def test_an_active_runs_page_loads_its_charts_after_itself(client_alice, single_run):
-    page = client_alice.get(_url(single_run)).content.decode()
+    page = client_alice.get(_url(single_run), {"tab": "charts"}).content.decode()
     assert f'hx-get="{_url(single_run, "runs:charts")}" hx-trigger="load"' in page
     assert "Score distribution" not in page
     body = client_alice.get(_url(single_run, "runs:charts"), HTTP_HX_REQUEST="true").content.decode()
@@ -124,7 +125,7 @@ def test_an_active_runs_page_loads_its_charts_after_itself(client_alice, single_
 
 def test_a_finished_runs_page_has_its_charts_and_draws_them_once(client_alice, agent, django_assert_max_num_queries):
     run = build_run(agent=agent, cases=[CaseSpec(tags=["a"]), CaseSpec(repeats=[("fail", 2.0)], tags=["b"])])
-    first = client_alice.get(_url(run)).content.decode()
+    first = client_alice.get(_url(run), {"tab": "charts"}).content.decode()
     assert (
         "Score distribution" in first
         and "Pass rate by tag" in first

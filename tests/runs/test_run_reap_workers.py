@@ -11,6 +11,7 @@ from django.utils import timezone
 from evalsite import workers
 from evalsite.models import WorkerHeartbeat
 from runs import services
+from runs.engine import claims
 from runs.models import Result
 from tests.broker import queue_keys
 
@@ -89,7 +90,7 @@ def test_claims_are_stamped_with_the_worker_identity(make_dataset, alice, no_llm
     dataset = make_dataset(1)
     run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
     result = Result.objects.get(run=run)
-    claimed, _ = services.execution._result_claim(result.pk, result.token)
+    claimed, _ = claims.result_claim(result.pk, result.token)
     assert claimed.claimed_by == "host:42:abcd"
 
 

@@ -61,7 +61,8 @@ def test_a_rerun_keeps_each_cases_dataset_number_in_pages_comparisons_and_export
 
     from django.urls import reverse
 
-    from runs import comparison, exporters
+    from runs.comparing import comparison
+    from runs.reports import exporters
 
     child = drive(services.run_rerun(run=finished_run, user=alice))
     assert list(child.cases.values_list("number", flat=True)) == [2, 3]

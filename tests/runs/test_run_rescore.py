@@ -11,7 +11,8 @@ from django.utils import timezone
 from accounts.services import api_token_create
 from agents.models import Agent
 from datasets import services as dataset_services
-from runs import judging, services
+from runs import services
+from runs.judging import configs as judging
 from runs.models import Result, Run
 from suggestions.models import SuggestionGeneration
 from tests.runs.conftest import drive
@@ -223,3 +224,76 @@ def test_the_schema_documents_rescore(client):
     operation = client.get("/api/openapi.json").json()["paths"]["/api/runs/{run_id}/rescore"]["post"]
     assert {"200", "201", "400"} <= set(operation["responses"])
     assert "without asking the agent" in operation["summary"]
+
+
+# ---- the judge asked for is the judge used (issue 34, item 1) ---------------------------------------
+
+
+@pytest.fixture
+def scored_offline(make_dataset, alice, fake_llm, settings):
+    """A run scored by the offline reference scorer (v1), then a judge model configured (v2)."""
+    settings.EVALSITE_JUDGE_MODEL = ""
+    settings.EVALSITE_LLM_MODEL = ""
+    dataset = make_dataset(2, kind=Agent.Kind.HTTP)
+    run = Run.objects.create(
+        agent=dataset.agent,
+        agent_version=dataset.agent.current_version,
+        dataset=dataset,
+        dataset_name=dataset.name,
+        scoring=judging.dataset_scoring(dataset),
+        judge_config=judging.dataset_judge_config(dataset=dataset),
+        scorer=Run.Scorer.OFFLINE,
+        status=Run.Status.COMPLETED,
+        total=1,
+        completed=1,
+        passed=1,
+    )
+    case = run.cases.create(position=0, number=1, question="How long?", expected_answer="30 days.")
+    Result.objects.create(run=run, case=case, status=Result.Status.PASS, actual_answer="30 days.", score=10)
+    from tests.fakellm import point_settings_at
+
+    point_settings_at(settings, fake_llm)
+    return run
+
+
+def test_a_rescore_with_the_offline_judge_it_was_asked_for_is_scored_offline(
+    scored_offline, alice, fake_llm, client_alice
+):
+    offline = scored_offline.judge_config
+    assert offline.judge_model == "" and judging.dataset_judge_config(dataset=scored_offline.dataset) != offline
+
+    child = drive(services.run_rescore(run=scored_offline, user=alice, judge_config=offline))
+
+    assert child.judge_config == offline
+    assert (child.scorer, child.judge_model) == (Run.Scorer.OFFLINE, "")
+    assert _calls(fake_llm, child) == []  # the offline scorer asks no model
+    page = client_alice.get(reverse("runs:detail", args=[child.agent_id, child.pk])).content.decode()
+    # The judge by its name, its fingerprint in the tooltip.
+    lineage = page.split('class="run-lineage small"')[1].split("</p>")[0]
+    assert f'<span class="chip chip-judge" title="Judge fingerprint {offline.short_fingerprint}:' in lineage
+    assert f">{offline.label}</span>" in lineage
+    assert judging.judges_differ(scored_offline, child) is None
+
+
+def test_the_api_rescore_records_the_configuration_it_was_given(scored_offline, client, alice):
+    number = scored_offline.judge_config.number
+
+    response = client.post(
+        f"/api/runs/{scored_offline.pk}/rescore",
+        {"judge_config": number},
+        content_type="application/json",
+        **_bearer(alice),
+    )
+
+    assert response.status_code == 201
+    judge = response.json()["judge"]
+    assert (judge["id"], judge["fingerprint"]) == (
+        scored_offline.judge_config.pk,
+        scored_offline.judge_config.fingerprint,
+    )
+
+
+def test_the_rescore_dialog_names_judges_by_fingerprint(scored_offline, client_alice):
+    page = client_alice.get(reverse("runs:detail", args=[scored_offline.agent_id, scored_offline.pk])).content.decode()
+
+    assert scored_offline.judge_config.short_fingerprint in page.split('id="rescore-dialog"')[1].split("</dialog>")[0]

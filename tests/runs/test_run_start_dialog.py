@@ -58,6 +58,14 @@ def test_the_cap_from_the_dialog_is_the_runs(client_alice, dataset):
     assert Run.objects.get().budget_cap == Decimal("1.25")
 
 
+def test_a_cap_under_a_cent_is_a_cap(client_alice, dataset):
+    """Issue 34, item 6: a small run on a cheap model costs less than a cent."""
+    client_alice.post(_start_url(dataset), {"request_key": "k1", "budget_cap": "0.005"})
+    assert Run.objects.get().budget_cap == Decimal("0.005")
+    dialog = client_alice.get(_url(dataset), HTTP_HX_REQUEST="true").content.decode()
+    assert 'min="0.000001" step="any"' in dialog
+
+
 def test_an_empty_cap_means_no_cap_even_with_a_team_default(client_alice, dataset, team):
     team.run_budget = Decimal("3")
     team.save()
@@ -70,7 +78,7 @@ def test_a_bad_cap_is_refused_in_the_dialog_and_starts_nothing(client_alice, dat
     html = response.content.decode()
     assert response.status_code == 200
     assert html.lstrip().startswith('<form id="start-form"')
-    assert "at least $0.01" in html and 'value="-2"' in html
+    assert "Enter a cap above $0" in html and 'value="-2"' in html
     assert not Run.objects.exists()
 
 

@@ -1,4 +1,4 @@
-"""Scenario cases in a run: a simulator model plays the user (runs/simulator.py), the judge scores the whole."""
+"""Scenario cases in a run: a simulator model plays the user (runs/engine/simulator.py), the judge scores the whole."""
 
 import csv
 import io
@@ -7,8 +7,9 @@ import pytest
 from django.urls import reverse
 
 from agents.models import Agent
-from runs import exporters, selectors, services
+from runs import selectors, services
 from runs.models import Result, Run
+from runs.reports import exporters
 from runs.services.start import NEEDS_SIMULATOR
 from tests.agents.test_adapters import agent_server  # noqa: F401  (fixture)
 from tests.factories import TestCaseFactory

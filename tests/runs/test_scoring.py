@@ -1,6 +1,6 @@
 import pytest
 
-from runs.scoring import (
+from runs.judging.scoring import (
     BANDS,
     Evaluation,
     JudgeError,
@@ -92,7 +92,7 @@ def test_context_match_counts_expected_passages_found():
         ["Refunds within 30 days of purchase", "Phone support 24/7"],
     )
     assert row.passed is False
-    assert row.detail == "1 of 2 expected passage(s) found in the 1 retrieved."
+    assert row.detail.startswith("1 of 2 expected passage(s) found in the 1 retrieved: ")
 
 
 def test_the_offline_scorer_names_covered_and_missed_points():

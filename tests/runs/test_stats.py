@@ -1,8 +1,8 @@
-"""The paired tests (runs.stats) against values computed by hand."""
+"""The paired tests (runs.comparing.stats) against values computed by hand."""
 
 import pytest
 
-from runs.stats import bootstrap_interval, mcnemar_exact, paired_test
+from runs.comparing.stats import bootstrap_interval, mcnemar_exact, paired_test
 
 
 @pytest.mark.parametrize(
@@ -92,7 +92,7 @@ def test_paired_test_with_no_shared_case():
 
 
 def test_word_diff_marks_removed_and_added_words():
-    from runs.worddiff import word_diff
+    from runs.comparing.worddiff import word_diff
 
     assert word_diff("Refunds within 30 days.", "Refunds within 14 days.") == [
         ("equal", "Refunds within "),

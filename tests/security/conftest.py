@@ -15,7 +15,7 @@ from datasets.models import Document
 from evalsite.models import WorkerHeartbeat
 from playground import services as playground_services
 from playground.models import Exchange
-from runs import engine
+from runs.engine import case as engine
 from runs.models import Run
 from tests.datasets.files import pdf_bytes
 from tests.test_permissions import url_objects  # noqa: F401 - reused, not copied

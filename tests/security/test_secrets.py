@@ -30,7 +30,7 @@ from datasets.models import Dataset, RuleMap, TestCase
 from playground.models import Exchange
 from reviews.models import CaseEdit, Review
 from runs.models import DatasetBaseline, Result, Run
-from suggestions.models import RewriteJob, Suggestion, SuggestionGeneration
+from suggestions.models import PreviewJob, RewriteJob, Suggestion, SuggestionGeneration
 from tests.datasets.files import pdf_bytes, upload
 from tests.factories import MembershipFactory, TestCaseFactory, UserFactory
 from tests.security.routes import api_operations, console_routes
@@ -52,7 +52,10 @@ GET_STATUS: dict[str, tuple[int, int]] = {
     "runs:results": (302, 200),  # a fragment; without htmx, the run page's results
     "suggestions:panel": (200, 286),  # the run is finished: the panel's poll stops
     "suggestions:apply_job": (200, 286),
+    "suggestions:apply_preview_job": (200, 286),  # the preview is done: its poll stops
     "accounts:model_test_status": (302, 286),  # a fragment (plain: the settings page); no test runs: stop
+    "judge_preflight:panel": (200, 286),  # no judge preflight runs: the panel's poll stops
+    "runs:start_preflight": (302, 286),  # a fragment (plain: the start dialog's page); no preflight runs
     # the rewrite is done: step 2, and the dialog's poll stops
     # The matrix's dataset is Ready, not waiting for its mapping: on to its page (plain or
     # htmx). The mapping page itself is tested in tests/datasets/test_mapping_*.
@@ -174,6 +177,23 @@ def _model_test_queued() -> bool:
     return model_test_running()
 
 
+def _judge_preflight_queued() -> bool:
+    from runs.services.preflight import judge_preflight_running
+
+    return judge_preflight_running(dataset_id=None)
+
+
+def _preflighted(objects: dict[str, Any]) -> None:
+    """The dataset's judge with a failed preflight on record, as the dialog's job leaves it (stored
+    here, so the setup calls no model); and the runs counted."""
+    from runs.judging.configs import dataset_judge_config
+
+    config = dataset_judge_config(dataset=Dataset.objects.get(pk=objects["dataset_id"]))
+    failed = {"status": "failed", "reasons": ["It gave every answer the same score (8)."], "items": []}
+    type(config).objects.filter(pk=config.pk).update(preflight_status="failed", preflight=failed)
+    _count_runs(objects)
+
+
 def _count_runs(objects: dict[str, Any]) -> None:
     objects["runs_before"] = _runs(objects)
 
@@ -192,7 +212,21 @@ def _with_warnings(objects: dict[str, Any]) -> None:
     )
 
 
+def _proposed_map(objects: dict[str, Any]) -> None:
+    dataset = Dataset.objects.select_related("agent").get(pk=objects["dataset_id"])
+    rule_map = RuleMap.objects.create(
+        dataset=dataset, version=dataset.agent.current_version, status=RuleMap.Status.DONE, adopted=False
+    )
+    objects["rule_map_id"] = rule_map.pk
+
+
 POSTS: dict[str, Post] = {
+    "coverage:adopt": Post(
+        data=lambda o: {"map": o["rule_map_id"]},
+        status=(302, 200),
+        done=lambda o, client: RuleMap.objects.get(pk=o["rule_map_id"]).adopted,
+        setup=_proposed_map,
+    ),
     "coverage:map": Post(
         data=lambda o: {},
         status=(302, 200),
@@ -296,10 +330,11 @@ POSTS: dict[str, Post] = {
         setup=_attached,
     ),
     "runs:start": Post(
-        data=lambda o: {"request_key": "security-probe"},
+        # The fake judge fails its preflight (one score for all): started anyway.
+        data=lambda o: {"request_key": "security-probe", "allow_failed_preflight": "on"},
         status=(302, 200),
         done=_one_more_run,
-        setup=_count_runs,
+        setup=_preflighted,
     ),
     "runs:stop": Post(
         data=lambda o: {},
@@ -331,6 +366,12 @@ POSTS: dict[str, Post] = {
     ),
     # The Model section while the test's job runs (the job and its calls are tested in
     # tests/accounts/test_model_test.py).
+    # The settings panel while the judge's preflight job runs (the job: tests/runs/test_judge_preflight_settings.py).
+    "judge_preflight:start": Post(
+        data=lambda o: {},
+        status=(302, 200),
+        done=lambda o, client: _judge_preflight_queued(),
+    ),
     "accounts:model_test": Post(
         data=lambda o: {},
         status=(302, 200),
@@ -373,6 +414,13 @@ POSTS: dict[str, Post] = {
             Suggestion.objects.get(pk=o["suggestion_id"]).state == Suggestion.State.PROPOSED
             and AgentVersion.objects.filter(agent_id=o["agent_id"]).count() == 1
         ),
+    ),
+    # The preview answers with the changed agent: an HTTP agent's cannot be changed here, so it is
+    # refused on the page with the reason (nothing is queued).
+    "suggestions:apply_preview": Post(
+        data=lambda o: _applies_to_run(o, fields_changed=["instructions"], instructions="Answer briefly."),
+        status=(200, 200),
+        done=lambda o, client: not PreviewJob.objects.filter(status=PreviewJob.Status.QUEUED).exists(),
     ),
     "suggestions:apply_diff": Post(
         data=lambda o: _applies_to_run(o, field="instructions", instructions="Answer briefly."),

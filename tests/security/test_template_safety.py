@@ -30,9 +30,9 @@ ALLOWED_EXPRESSIONS = {
     "child.progress_percent": "an int computed by Run.progress_percent (CSS width)",
     "run.pk": "a primary key (int), in an onfocus handler of suggestions/partials/verify_form.html",
     "field.name": "one of suggestions.services.EDITABLE_FIELDS (instructions, skills, ...), in hx-vals JSON",
-    "pass_percent": "an int rounded in runs/exporters.py (CSS width in the report)",
-    "fail_percent": "an int rounded in runs/exporters.py (CSS width in the report)",
-    "error_percent": "an int rounded in runs/exporters.py (CSS width in the report)",
+    "pass_percent": "an int rounded in runs/reports/exporters.py (CSS width in the report)",
+    "fail_percent": "an int rounded in runs/reports/exporters.py (CSS width in the report)",
+    "error_percent": "an int rounded in runs/reports/exporters.py (CSS width in the report)",
 }
 
 TEMPLATE_FLAGS = [

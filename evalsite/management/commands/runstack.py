@@ -34,7 +34,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from evalsite import embedded_redis
+from evalsite import embedded_redis, links
 
 PR_SET_PDEATHSIG = 1
 COLORS = {"redis": "31", "worker": "33", "beat": "35", "web": "36"}
@@ -98,11 +98,14 @@ class Command(BaseCommand):
         # The services inherit the address served, so their SITE_URL default (links in
         # exports and in document links for http agents) is this one, not port 8000.
         os.environ.update(HOST=str(host), PORT=str(port))
+        # And the commands run from another shell (evalrun) link to it too (evalsite/links.py).
+        links.served_url_record(settings.SITE_URL if settings.SITE_URL_EXPLICIT else links.served_url(host, port))
         try:
             self._start_all(options)
             self._supervise(f"http://{host}:{port}")
         finally:
             self._stop_all(options["stop_timeout"])
+            links.served_url_forget()
         left = self._leftovers()
         if left:
             raise CommandError(f"Processes of the stack are still running (process groups {left}).")

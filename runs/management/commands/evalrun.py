@@ -7,13 +7,18 @@ code a pipeline can act on:
        was started)
     1  the pass rate is below the threshold, or the paired test says the run is
        significantly worse than the baseline at --alpha
-    2  the run failed or was stopped (never a pass, whatever its rate), or bad arguments
+    2  the run failed or was stopped (never a pass, whatever its rate), its judge failed
+       preflight (unless --allow-failed-preflight), or bad arguments
        (unknown agent, dataset or baseline, dataset not Ready, a threshold outside 0-1), or
        --timeout elapsed
+    4  nothing to gate on: every result needs a judge model (the offline scorer abstained
+       on all), or with --ignore-flaky every case of the dataset is flaky
 
-The decision is runs.gate.gate_decide. The pass rate counts every repeat of every case as
+The decision is runs.comparing.gate.gate_decide. The pass rate counts every repeat of every case as
 written (smoke-test variants are reported as robustness, not gated): passed / all of them,
-so cases that were not run (a stopped run) count against it. Without --baseline the
+so cases that were not run (a stopped run) count against it. Results the offline scorer
+abstained on ("Needs a judge model") are neither pass nor fail: counted, named and left out
+of the rate. Without --baseline the
 threshold defaults to 1.0 (every case passes); with one, only a given --threshold applies.
 """
 
@@ -32,22 +37,40 @@ from django.utils import timezone
 from agents.management.lookup import agent_from_argument
 from agents.models import Agent
 from datasets.models import Dataset
-from runs import exporters, selectors, services
-from runs.baseline import baseline_run_get
-from runs.gate import FAIL_ON_REGRESSION, gate_decide
+from evalsite import links
+from runs import selectors, services
+from runs.comparing.baseline import baseline_run_get
+from runs.comparing.gate import FAIL_ON_REGRESSION, gate_decide
+from runs.comparing.stats import DEFAULT_ALPHA
+from runs.judging.configs import dataset_judge_config
+from runs.judging.trust import run_trust_notes
 from runs.models import Run
-from runs.stats import DEFAULT_ALPHA
+from runs.reports import exporters
+from runs.services.preflight import judge_preflight_needed
 
 EXIT_PASSED, EXIT_BELOW, EXIT_ERROR = 0, 1, 2
 HEARTBEAT_SECONDS = 30
 # --wait returns at most this long after the run (and its summary) is finished.
 POLL_SECONDS = 0.25
 # What a poll reads: the figures of the progress line and what `summary_pending` looks at.
-PROGRESS_FIELDS = ("status", "total", "completed", "passed", "failed", "errored", "summary", "summary_note")
+PROGRESS_FIELDS = (
+    "status",
+    "total",
+    "completed",
+    "passed",
+    "failed",
+    "errored",
+    "abstained",
+    "summary",
+    "summary_note",
+)
 
 
 class Command(BaseCommand):
-    help = "Run a dataset against an agent and gate on its pass rate (exit 0 pass, 1 below threshold, 2 error)."
+    help = (
+        "Run a dataset against an agent and gate on its pass rate "
+        "(exit 0 pass, 1 below threshold, 2 error, 4 nothing to gate on)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--agent", required=True, help="Agent id or exact name")
@@ -75,6 +98,17 @@ class Command(BaseCommand):
             "--ignore-flaky",
             action="store_true",
             help="Leave the dataset's flaky cases out of the pass rate and the test (they are listed)",
+        )
+        parser.add_argument(
+            "--allow-failed-preflight",
+            action="store_true",
+            help="Gate on a run whose judge failed preflight (by default it exits 2: its scores are not trustworthy)",
+        )
+        parser.add_argument(
+            "--no-preflight",
+            action="store_true",
+            help="Start without preflighting a judge not yet preflighted (the run is marked if a later preflight "
+            "fails); for benchmarks whose model calls are counted",
         )
         parser.add_argument("--wait", action="store_true", help="Wait for the run to finish and gate on it")
         parser.add_argument("--output", metavar="DIR", help="Write run-<id>.json and run-<id>.html reports here")
@@ -104,16 +138,30 @@ class Command(BaseCommand):
         if threshold is None and self.baseline is None:
             threshold = 1.0
         asked_at = timezone.now()
+        preflight = services.PREFLIGHT_LATER if options["no_preflight"] else services.PREFLIGHT_RUN
+        if preflight == services.PREFLIGHT_RUN and judge_preflight_needed(dataset_judge_config(dataset=dataset)):
+            self.progress("Preflighting the judge: it scores a small calibration set before its first run…")
         try:
-            run = services.run_start(agent=agent, dataset=dataset, user=None, request_key=options["request_key"])
+            # A judge that fails its preflight still runs here, marked, and the exit code says so.
+            run = services.run_start(
+                agent=agent,
+                dataset=dataset,
+                user=None,
+                request_key=options["request_key"],
+                preflight=preflight,
+                allow_failed_preflight=True,
+            )
         except ValidationError as error:
             raise CommandError(" ".join(error.messages), returncode=2) from error
+        if run.judge_failed_preflight:
+            self.progress("Warning: the judge failed its preflight on the calibration set; its scores are not trusted.")
         verb = "Started" if run.created_at >= asked_at else "Attached to"
         self.progress(
             f"{verb} run #{run.pk}: “{dataset.name}” ({run.total} results) against {agent.name} "
             f"version {run.agent_version.number}, scored by the {run.get_scorer_display().lower()}."
         )
-        self.progress(f"Run page: {exporters.run_url(run)}")
+        self.site_url = links.command_site_url()  # the port `make run PORT=...` serves, not 8000
+        self.progress(f"Run page: {exporters.run_url(run, self.site_url)}")
         if not options["wait"]:
             self.result({"run_id": run.pk, "status": run.status}, f"Run id: {run.pk}")
             return
@@ -137,6 +185,7 @@ class Command(BaseCommand):
             line = (
                 f"{run.get_status_display()}: {run.completed}/{run.total} finished · {run.passed} passed · "
                 f"{run.failed} failed · {run.errored} errors"
+                + (f" · {run.abstained} need a judge model" if run.abstained else "")
             )
             if line != last_line or elapsed - last_print >= HEARTBEAT_SECONDS:
                 self.progress(f"[{elapsed:5.0f}s] {line}")
@@ -156,8 +205,8 @@ class Command(BaseCommand):
         folder = Path(directory)
         folder.mkdir(parents=True, exist_ok=True)
         paths = {"json": folder / f"run-{run.pk}.json", "html": folder / f"run-{run.pk}.html"}
-        paths["json"].write_bytes(exporters.run_export_json(run))
-        paths["html"].write_text(exporters.run_export_html(run), encoding="utf-8")
+        paths["json"].write_bytes(exporters.run_export_json(run, site_url=self.site_url))
+        paths["html"].write_text(exporters.run_export_html(run, site_url=self.site_url), encoding="utf-8")
         for path in paths.values():
             self.progress(f"Wrote {path}")
         return {kind: str(path) for kind, path in paths.items()}
@@ -171,14 +220,20 @@ class Command(BaseCommand):
             alpha=options["alpha"],
             ignore_flaky=options["ignore_flaky"],
             unfinished=_unfinished_reason(run),
+            allow_failed_preflight=options.get("allow_failed_preflight", False),
         )
         total = selectors.run_main_total(run=run)
+        # Unusable judge answers and answers cut at their limit, said before the verdict (runs/judging/trust.py).
+        trust = run_trust_notes(run=run)
+        notes = ([f"{trust.unusable} judge answer{'s' if trust.unusable != 1 else ''} unusable: counted as errors."]
+                 if trust.unusable else []) + [cut.sentence for cut in trust.cuts]  # fmt: skip
         data = {
             "run_id": run.pk,
             "status": run.status,
             "passed": run.passed,
             "failed": run.failed,
             "errored": run.errored,
+            "judge_failed_preflight": run.judge_failed_preflight,
             "total": total,
             "pass_rate": decision.data.pop("pass_rate"),
             "threshold": threshold,
@@ -187,10 +242,12 @@ class Command(BaseCommand):
             "exit_code": decision.code,
             "reason": decision.reason,
             "reports": reports,
-            "url": exporters.run_url(run),
+            "url": exporters.run_url(run, self.site_url),
+            "judge_unusable": trust.unusable,
+            "cut": [cut.as_dict() for cut in trust.cuts],
             **decision.data,
         }
-        self.result(data, "\n".join(decision.lines))
+        self.result(data, "\n".join([*decision.lines[:-1], *notes, decision.lines[-1]]))
         return decision.code
 
     # ---- output -----------------------------------------------------------------------
@@ -217,8 +274,8 @@ def _unfinished_reason(run: Run) -> str:
         cases = selectors.case_outcome_list(run=run)
         missing = sum(1 for outcome in cases if outcome.status == selectors.CASE_SKIPPED)
         when = f" at {timezone.localtime(run.stop_requested_at):%H:%M:%S}" if run.stop_requested_at else ""
-        if run.stop_reason == Run.BUDGET_REACHED:  # the run's cost cap (runs/services/budget.py)
-            when += f": budget reached (${run.agent_cost + run.judge_cost:.4f} of its ${run.budget_cap:.2f} cap),"
+        if run.stop_reason == Run.BUDGET_REACHED:  # the run's cost cap (runs/engine/budget.py)
+            when += f": budget reached (${run.agent_cost + run.judge_cost:.4f} of its ${run.budget_cap:.4f} cap),"
         return (
             f"Run #{run.pk} was stopped{when} before it finished: {missing} of {len(cases)} "
             f"case{'s' if len(cases) != 1 else ''} were not run."

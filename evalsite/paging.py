@@ -1,0 +1,31 @@
+"""Paging bounds for the API and the pages: an offset, a limit or a page number is a 64-bit
+integer in the database (PostgreSQL's bigint, SQLite's INTEGER), and one past it failed the
+query with a 500 ("bigint out of range"). The API refuses such values (422, like any other bad
+parameter, documented in the schema); the pages clamp them, as a page past the last shows the
+last or an empty one.
+"""
+
+from __future__ import annotations
+
+from ninja import Field, Schema
+from ninja.conf import settings as ninja_settings
+from ninja.pagination import LimitOffsetPagination
+
+# Far past any real table, and twice it still far from 2**63.
+MAX_OFFSET = 1_000_000_000
+MAX_PAGE = 1_000_000
+
+
+class BoundedLimitOffsetPagination(LimitOffsetPagination):
+    """django-ninja's limit/offset paging with upper bounds on both."""
+
+    class Input(Schema):
+        limit: int = Field(ninja_settings.PAGINATION_PER_PAGE, ge=1, le=MAX_OFFSET, description="Items per page")
+        offset: int = Field(0, ge=0, le=MAX_OFFSET, description="Items to skip")
+
+
+def page_number(value: str | None, *, default: int = 1) -> int:
+    """A page number from a query string: a positive integer, at most MAX_PAGE; else `default`."""
+    if not value or not value.isdigit() or int(value) < 1:
+        return default
+    return min(int(value), MAX_PAGE)
