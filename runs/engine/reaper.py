@@ -38,7 +38,14 @@ def run_reap() -> int:
         # This worker's own heartbeat looks stale: the database was out of reach, so every
         # heartbeat is old and proves nothing. Judge claims by their own timeout this pass.
         live = None
-    dead = workers.dead_workers() if live is not None else []
+    dead = []
+    if live is not None:
+        # A claim is proof of life too: a worker that claimed (or refreshed a claim) within
+        # the TTL is alive whatever its heartbeat row says, as when a host cut off from the
+        # network comes back and the heartbeat it wrote during the cut lands late and stale.
+        claiming = _claiming_workers(now)
+        live = [*live, *claiming]
+        dead = [worker for worker in workers.dead_workers() if worker.name not in claiming]
     resend_cutoff = queue_cutoff
     if dead:
         # A killed worker also held messages it had taken from Redis but not started: late acks
@@ -59,6 +66,20 @@ def run_reap() -> int:
     workers.broker_losses_forget(cut_off)
     _reap_settled(now, claim_cutoff)
     return queued
+
+
+def _claiming_workers(now: Any) -> list[str]:
+    """Workers that claimed a case of an active run, or refreshed a claim, within the heartbeat
+    TTL. A killed worker claims nothing after it dies, so its claims are older than the TTL by
+    the time its heartbeat is: it is taken for gone no later than before."""
+    since = now - timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_TTL)
+    return list(
+        Result.objects.filter(run__status__in=Run.ACTIVE_STATUSES, claimed_at__gte=since)
+        .exclude(claimed_by="")
+        .order_by()
+        .values_list("claimed_by", flat=True)
+        .distinct()
+    )
 
 
 def _run_reconcile(

@@ -142,7 +142,7 @@ def test_a_lost_worker_is_named_as_the_cause(make_dataset, alice, no_llm, settin
     dataset = make_dataset(1)
     run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
     Result.objects.filter(run=run).update(
-        status=Result.Status.RUNNING, claimed_at=timezone.now(), claimed_by="killed:9", attempts=1
+        status=Result.Status.RUNNING, claimed_at=seen, claimed_by="killed:9", attempts=1
     )
     assert services.run_reap() == 1
     drive(run)

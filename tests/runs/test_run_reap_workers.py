@@ -18,13 +18,15 @@ from tests.broker import queue_keys
 pytestmark = pytest.mark.django_db
 
 
-def _claimed(make_dataset, alice, *, by: str) -> Result:
+def _claimed(make_dataset, alice, *, by: str, seconds_ago: float = 0) -> Result:
+    """A case claimed `seconds_ago` (or its claim last refreshed then): far from the stale-claim
+    timeout either way. A dead worker's claims are at least as old as its last heartbeat."""
     dataset = make_dataset(5)
     run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
     result = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
-    # Claimed a moment ago: its own claim heartbeat is fresh, far from the stale-claim timeout.
+    claimed_at = timezone.now() - timedelta(seconds=seconds_ago)
     Result.objects.filter(pk=result.pk).update(
-        status=Result.Status.RUNNING, claimed_at=timezone.now(), claimed_by=by, attempts=1
+        status=Result.Status.RUNNING, claimed_at=claimed_at, claimed_by=by, attempts=1
     )
     return result
 
@@ -45,15 +47,16 @@ def _beat(name: str, seconds_ago: float) -> None:
 
 def test_a_claim_of_a_worker_that_stopped_beating_is_requeued_at_once(make_dataset, alice, no_llm, settings):
     _beat("killed:1", settings.EVALSITE_WORKER_HEARTBEAT_TTL + 1)
-    result = _claimed(make_dataset, alice, by="killed:1")
+    result = _claimed(make_dataset, alice, by="killed:1", seconds_ago=settings.EVALSITE_WORKER_HEARTBEAT_TTL + 2)
 
     assert services.run_reap() == 1
     after = Result.objects.get(pk=result.pk)
     assert after.status == Result.Status.QUEUED and after.token != result.token
 
 
-def test_a_claim_of_a_worker_with_no_heartbeat_row_is_requeued(make_dataset, alice, no_llm):
-    result = _claimed(make_dataset, alice, by="never-seen:1")  # its row was pruned, or it died before
+def test_a_claim_of_a_worker_with_no_heartbeat_row_is_requeued(make_dataset, alice, no_llm, settings):
+    # Its row was pruned, or it died before it beat; it has claimed nothing for longer than the TTL.
+    result = _claimed(make_dataset, alice, by="never-seen:1", seconds_ago=settings.EVALSITE_WORKER_HEARTBEAT_TTL + 1)
     assert services.run_reap() == 1
     assert Result.objects.get(pk=result.pk).status == Result.Status.QUEUED
 
@@ -63,6 +66,25 @@ def test_a_claim_of_a_live_worker_is_left_alone(make_dataset, alice, no_llm):
     result = _claimed(make_dataset, alice, by="alive:1")
     assert services.run_reap() == 0
     assert Result.objects.get(pk=result.pk).token == result.token
+
+
+def test_a_worker_claiming_within_the_ttl_is_alive_whatever_its_heartbeat_row_says(
+    make_dataset, alice, no_llm, settings
+):
+    # A worker host cut off from the network and back: the heartbeat it wrote during the cut
+    # landed late with the time it was written, and a reaper elsewhere may already have pruned
+    # its row; it claims anew meanwhile. Those claims (and its older ones) are not taken back.
+    ttl = settings.EVALSITE_WORKER_HEARTBEAT_TTL
+    _beat("back:1", ttl + 10)
+    older = _claimed(make_dataset, alice, by="back:1", seconds_ago=ttl + 5)
+    fresh = _claimed(make_dataset, alice, by="back:1")
+    pruned = _claimed(make_dataset, alice, by="pruned:1")  # no heartbeat row at all
+
+    assert services.run_reap() == 0
+    for result in (older, fresh, pruned):
+        after = Result.objects.get(pk=result.pk)
+        assert (after.status, after.token, after.repeats) == (Result.Status.RUNNING, result.token, [])
+    assert WorkerHeartbeat.objects.filter(name="back:1").exists()  # not taken for dead and pruned
 
 
 def test_a_claim_made_outside_a_worker_waits_for_its_timeout(make_dataset, alice, no_llm):
@@ -147,11 +169,12 @@ def test_a_dead_lane_holding_a_case_claimed_ahead_gets_one_slot_back_not_two(mak
     # A lane claims its next case while the case in hand calls its model: killed then, it
     # leaves two claims under one token. One goes out again; the other waits its turn, or
     # the run would have one lane too many for good.
-    _beat("killed:1", settings.EVALSITE_WORKER_HEARTBEAT_TTL + 1)
-    result = _claimed(make_dataset, alice, by="killed:1")
+    stale = settings.EVALSITE_WORKER_HEARTBEAT_TTL + 1
+    _beat("killed:1", stale)
+    result = _claimed(make_dataset, alice, by="killed:1", seconds_ago=stale)
     ahead = Result.objects.filter(run=result.run, status=Result.Status.PENDING).order_by("id").first()
     Result.objects.filter(pk=ahead.pk).update(
-        status=Result.Status.RUNNING, token=result.token, claimed_at=timezone.now(), claimed_by="killed:1", attempts=1
+        status=Result.Status.RUNNING, token=result.token, claimed_at=result.claimed_at, claimed_by="killed:1", attempts=1
     )
 
     assert services.run_reap() == 2
