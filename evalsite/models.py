@@ -14,6 +14,9 @@ class WorkerHeartbeat(models.Model):
     # When the worker last lost its broker connection (a Redis restart): Celery then ends the
     # cases it was running, and the reaper takes back every claim it made before this at once.
     broker_lost_at = models.DateTimeField(null=True, blank=True)
+    # When a supervisor saw the worker process die and killed what it left behind (runstack):
+    # nothing of it runs, so the reaper takes its claims back at once, not a TTL later.
+    ended_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return self.name

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connections
+from django.db.models import Q
 from django.utils import timezone
 
 from evalsite.models import WorkerHeartbeat
@@ -130,13 +131,23 @@ def broker_losses_forget(losses: dict[str, datetime]) -> None:
 
 def live_worker_ids() -> list[str]:
     cutoff = timezone.now() - timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_TTL)
-    return list(WorkerHeartbeat.objects.filter(last_seen__gte=cutoff).values_list("name", flat=True))
+    rows = WorkerHeartbeat.objects.filter(last_seen__gte=cutoff, ended_at__isnull=True)
+    return list(rows.values_list("name", flat=True))
 
 
 def dead_workers() -> list[WorkerHeartbeat]:
-    """Workers whose heartbeat stopped without a clean shutdown (a clean one deletes its row)."""
+    """Workers whose heartbeat stopped without a clean shutdown (a clean one deletes its row),
+    or whose supervisor saw them die (ended_at)."""
     cutoff = timezone.now() - timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_TTL)
-    return list(WorkerHeartbeat.objects.filter(last_seen__lt=cutoff))
+    return list(WorkerHeartbeat.objects.filter(Q(last_seen__lt=cutoff) | Q(ended_at__isnull=False)))
+
+
+def workers_end(*, host: str, pid: int) -> int:
+    """A supervisor on `host` saw the worker process `pid` die and killed the pool children it
+    left behind (runstack): record it, so the reaper's next pass takes its claims back instead
+    of waiting for its heartbeat to be EVALSITE_WORKER_HEARTBEAT_TTL old. Returns rows marked."""
+    rows = WorkerHeartbeat.objects.filter(name__startswith=f"{host}:{pid}:", ended_at__isnull=True)
+    return rows.update(ended_at=timezone.now())
 
 
 def workers_forget(dead: list[WorkerHeartbeat]) -> None:
@@ -147,7 +158,8 @@ def workers_forget(dead: list[WorkerHeartbeat]) -> None:
 
 def last_heartbeat_age() -> float | None:
     """Seconds since any worker last beat, or None if none ever did (or all stopped cleanly)."""
-    last = WorkerHeartbeat.objects.order_by("-last_seen").values_list("last_seen", flat=True).first()
+    rows = WorkerHeartbeat.objects.filter(ended_at__isnull=True)
+    last = rows.order_by("-last_seen").values_list("last_seen", flat=True).first()
     return None if last is None else (timezone.now() - last).total_seconds()
 
 

@@ -43,15 +43,18 @@ def run_reap() -> int:
         # A claim is proof of life too: a worker that claimed (or refreshed a claim) within
         # the TTL is alive whatever its heartbeat row says, as when a host cut off from the
         # network comes back and the heartbeat it wrote during the cut lands late and stale.
-        claiming = _claiming_workers(now)
+        # A worker its supervisor saw die (ended_at) has no such proof: nothing of it runs.
+        dead = workers.dead_workers()
+        ended = {worker.name for worker in dead if worker.ended_at}
+        claiming = [name for name in _claiming_workers(now) if name not in ended]
         live = [*live, *claiming]
-        dead = [worker for worker in workers.dead_workers() if worker.name not in claiming]
+        dead = [worker for worker in dead if worker.name not in claiming]
     resend_cutoff = queue_cutoff
     if dead:
         # A killed worker also held messages it had taken from Redis but not started: late acks
         # keep them out of every queue until the visibility timeout (hours). Send again, once,
         # every case queued before it died; a copy still waiting in Redis just finds a new token.
-        died = max(worker.last_seen for worker in dead)
+        died = max(worker.ended_at or worker.last_seen for worker in dead)
         resend_cutoff = max(queue_cutoff, died + timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_INTERVAL))
     cut_off = workers.broker_losses()
     if cut_off:

@@ -5,10 +5,15 @@ supervisor's restart step directly on a real child process, without waiting out 
 """
 
 import selectors
+import socket
 import subprocess
 import sys
 
+import pytest
+from django.utils import timezone
+
 from evalsite.management.commands.runstack import BACKOFF_FIRST, Command
+from evalsite.models import WorkerHeartbeat
 
 
 def _supervisor() -> Command:
@@ -55,3 +60,26 @@ def test_nothing_is_restarted_once_a_stop_was_requested():
 
     command._keep_up(service)
     assert service.restart_at is None and service.restarts == 0
+
+
+@pytest.mark.django_db(transaction=True)  # the supervisor closes its connection after the write
+def test_a_dead_worker_is_recorded_as_ended_so_its_cases_are_taken_back_at_once(capsys):
+    # Its heartbeat is seconds old and stays so for the TTL: only the supervisor knows it is gone.
+    command = _supervisor()
+    command._track("worker", _crasher(), stop_timeout=1, spawn=_crasher)
+    service = command.services[0]
+    host, now = socket.gethostname(), timezone.now()
+    for name in (
+        f"{host}:{service.process.pid}:a1",
+        f"{host}:{service.process.pid + 1}:b2",
+        f"other:{service.process.pid}:c3",
+    ):
+        WorkerHeartbeat.objects.create(name=name, started_at=now, last_seen=now)
+    service.process.wait(timeout=30)
+
+    command._keep_up(service)
+
+    ended = dict(WorkerHeartbeat.objects.values_list("name", "ended_at"))
+    assert ended.pop(f"{host}:{service.process.pid}:a1") is not None
+    assert set(ended.values()) == {None}  # another process on this host, or another host's
+    assert "Could not record" not in capsys.readouterr().out

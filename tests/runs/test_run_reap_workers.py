@@ -87,6 +87,22 @@ def test_a_worker_claiming_within_the_ttl_is_alive_whatever_its_heartbeat_row_sa
     assert WorkerHeartbeat.objects.filter(name="back:1").exists()  # not taken for dead and pruned
 
 
+def test_a_worker_its_supervisor_saw_die_is_gone_at_once(make_dataset, alice, no_llm):
+    # runstack killed what the dead worker left and said so: its heartbeat and its claim are
+    # seconds old, and neither is proof of life now.
+    _beat("host:7:ab", 1)
+    result = _claimed(make_dataset, alice, by="host:7:ab")
+    assert workers.workers_end(host="host", pid=7) == 1
+
+    # Its claim, and the run's 2 queued cases sent again (it may have held their messages).
+    assert services.run_reap() == 3
+    after = Result.objects.get(pk=result.pk)
+    assert after.status == Result.Status.QUEUED and after.token != result.token
+    assert after.repeats == [{"cause": "worker_lost", "attempt": 2}]
+    assert not WorkerHeartbeat.objects.filter(name="host:7:ab").exists()
+    assert workers.last_heartbeat_age() is None  # and /healthz no longer counts it
+
+
 def test_a_claim_made_outside_a_worker_waits_for_its_timeout(make_dataset, alice, no_llm):
     result = _claimed(make_dataset, alice, by="")
     assert services.run_reap() == 0
@@ -174,7 +190,11 @@ def test_a_dead_lane_holding_a_case_claimed_ahead_gets_one_slot_back_not_two(mak
     result = _claimed(make_dataset, alice, by="killed:1", seconds_ago=stale)
     ahead = Result.objects.filter(run=result.run, status=Result.Status.PENDING).order_by("id").first()
     Result.objects.filter(pk=ahead.pk).update(
-        status=Result.Status.RUNNING, token=result.token, claimed_at=result.claimed_at, claimed_by="killed:1", attempts=1
+        status=Result.Status.RUNNING,
+        token=result.token,
+        claimed_at=result.claimed_at,
+        claimed_by="killed:1",
+        attempts=1,
     )
 
     assert services.run_reap() == 2

@@ -33,8 +33,9 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
 
-from evalsite import embedded_redis, links
+from evalsite import embedded_redis, links, workers
 
 PR_SET_PDEATHSIG = 1
 COLORS = {"redis": "31", "worker": "33", "beat": "35", "web": "36"}
@@ -237,6 +238,8 @@ class Command(BaseCommand):
                 f"restarting it in {service.backoff:.0f} s (restart {service.restarts + 1})."
             )
             self._kill_group(service)  # pool children its death left behind
+            if service.name == "worker":
+                self._worker_ended(service.process.pid)
             service.backoff = min(service.backoff * 2, BACKOFF_MAX)
             return
         if now < service.restart_at:
@@ -380,6 +383,16 @@ class Command(BaseCommand):
             if not left or time.monotonic() > deadline:
                 return left
             time.sleep(0.1)
+
+    def _worker_ended(self, pid: int) -> None:
+        """Nothing of the dead worker runs now: say so, so the reaper's next pass (every few
+        seconds) takes its cases back rather than waiting for its heartbeat to go stale."""
+        try:
+            workers.workers_end(host=socket.gethostname(), pid=pid)
+        except Exception as error:  # the database is out of reach: the heartbeat's TTL still applies
+            self._say(f"Could not record that worker {pid} ended ({error}); its cases wait for its heartbeat to age.")
+        finally:
+            connections.close_all()
 
     def _kill_group(self, service: Service) -> None:
         try:
