@@ -16,7 +16,10 @@ from runs.judging.preflight import calibration_items
 from runs.services.preflight import judge_config_preflight
 from tests.realmodel.server import MODEL_ALIAS
 
-pytestmark = [pytest.mark.realmodel, pytest.mark.django_db]
+# Transactional: a test holding its transaction open while a slow model answers is ended by the
+# shipped idle_in_transaction_session_timeout (20 s), as the product never does (it calls models
+# outside transactions); on a loaded CI machine the preflight's 15 calls took longer than that.
+pytestmark = [pytest.mark.realmodel, pytest.mark.django_db(transaction=True)]
 # Room for a judge's JSON with 2-4 sentences of reasoning, and no more: a 135M model rambles
 # to its limit, and 15 rambling answers on a loaded 2-core machine outlast any timeout.
 JUDGE_TOKENS = 160
