@@ -51,7 +51,9 @@ DOCKER = "/usr/bin/docker"  # Debian's client, the daemon's own version
 OFFICIAL_BASE = "python:3.11-slim"
 LOCAL_BASE = "evalsite-base:bookworm"
 IMAGE = "evalsite:ci"
-BASE_CACHE = Path("/var/cache/evalsite-ci/bookworm-python.tar")
+# "-755": the tarball's root directory is mode 755 (an earlier one kept mkdtemp's 700, so the
+# image's non-root user could not reach /bin/sh); a cache of that kind is not reused.
+BASE_CACHE = Path("/var/cache/evalsite-ci/bookworm-python-755.tar")
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 PG = {"host": "127.0.0.1", "port": "5432", "user": "postgres"}
 DATABASE = "evalsite_container"
@@ -146,6 +148,7 @@ def base_image(env: dict[str, str]) -> str:
     if not BASE_CACHE.exists():
         started = time.monotonic()
         rootfs = Path(tempfile.mkdtemp(prefix="evalsite-rootfs-", dir="/var/tmp"))
+        rootfs.chmod(0o755)  # it becomes the image's "/": mkdtemp's 700 locks out every other user
         try:
             run("debootstrap", "--variant=minbase", "--include=python3,python3-venv,ca-certificates", "bookworm",
                 str(rootfs), "http://deb.debian.org/debian", capture=True)  # fmt: skip
