@@ -12,6 +12,7 @@ from django.db.models import Case, Q, Value, When
 from django.utils import timezone
 
 from evalsite import llm, workers
+from evalsite.models import WorkerHeartbeat
 from runs.engine.claims import LANE_ORDER, repeats_add
 from runs.engine.dispatch import enqueue_finish, fill_window, queue
 from runs.models import Result, Run
@@ -33,22 +34,7 @@ def run_reap() -> int:
     now = timezone.now()
     claim_cutoff = now - timedelta(seconds=settings.EVALSITE_STALE_CLAIM_SECONDS)
     queue_cutoff = now - timedelta(seconds=settings.EVALSITE_STALE_QUEUE_SECONDS)
-    live: list[str] | None = workers.live_worker_ids()
-    if workers.WORKER_ID and workers.WORKER_ID not in (live or []):
-        # This worker's own heartbeat looks stale: the database was out of reach, so every
-        # heartbeat is old and proves nothing. Judge claims by their own timeout this pass.
-        live = None
-    dead = []
-    if live is not None:
-        # A claim is proof of life too: a worker that claimed (or refreshed a claim) within
-        # the TTL is alive whatever its heartbeat row says, as when a host cut off from the
-        # network comes back and the heartbeat it wrote during the cut lands late and stale.
-        # A worker its supervisor saw die (ended_at) has no such proof: nothing of it runs.
-        dead = workers.dead_workers()
-        ended = {worker.name for worker in dead if worker.ended_at}
-        claiming = [name for name in _claiming_workers(now) if name not in ended]
-        live = [*live, *claiming]
-        dead = [worker for worker in dead if worker.name not in claiming]
+    live, dead = _liveness(now)
     resend_cutoff = queue_cutoff
     if dead:
         # A killed worker also held messages it had taken from Redis but not started: late acks
@@ -69,6 +55,24 @@ def run_reap() -> int:
     workers.broker_losses_forget(cut_off)
     _reap_settled(now, claim_cutoff)
     return queued
+
+
+def _liveness(now: Any) -> tuple[list[str] | None, list[WorkerHeartbeat]]:
+    """(the workers alive now, the dead ones still to deal with); None alive when this pass
+    cannot tell (then claims are judged by their own timeout)."""
+    live = workers.live_worker_ids()
+    if workers.WORKER_ID and workers.WORKER_ID not in live:
+        # This worker's own heartbeat looks stale: the database was out of reach, so every
+        # heartbeat is old and proves nothing. Judge claims by their own timeout this pass.
+        return None, []
+    # A claim is proof of life too: a worker that claimed (or refreshed a claim) within the
+    # TTL is alive whatever its heartbeat row says, as when a host cut off from the network
+    # comes back and the heartbeat it wrote during the cut lands late and stale. A worker its
+    # supervisor saw die (ended_at) has no such proof: nothing of it runs.
+    dead = workers.dead_workers()
+    ended = {worker.name for worker in dead if worker.ended_at}
+    claiming = [name for name in _claiming_workers(now) if name not in ended]
+    return [*live, *claiming], [worker for worker in dead if worker.name not in claiming]
 
 
 def _claiming_workers(now: Any) -> list[str]:
