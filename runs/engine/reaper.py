@@ -50,7 +50,7 @@ def run_reap() -> int:
         resend_cutoff = max(resend_cutoff, *cut_off.values())
     queued = 0
     for run_id in Run.objects.filter(status__in=Run.ACTIVE_STATUSES).values_list("id", flat=True):
-        queued += _run_reconcile(run_id, claim_cutoff, queue_cutoff, resend_cutoff, live, cut_off)
+        queued += _run_reconcile(run_id, claim_cutoff, queue_cutoff, resend_cutoff, live, cut_off, read_at=now)
     workers.workers_forget(dead)
     workers.broker_losses_forget(cut_off)
     _reap_settled(now, claim_cutoff)
@@ -59,7 +59,11 @@ def run_reap() -> int:
 
 def _liveness(now: Any) -> tuple[list[str] | None, list[WorkerHeartbeat]]:
     """(the workers alive now, the dead ones still to deal with); None alive when this pass
-    cannot tell (then claims are judged by their own timeout)."""
+    cannot tell (then claims are judged by their own timeout).
+
+    The pass then goes through the runs one by one, and a host back from a cut may claim
+    meanwhile, alive though this list says otherwise: only claims made before `now`, less a
+    heartbeat interval (a claim is committed just after its timestamp), are judged by it."""
     live = workers.live_worker_ids()
     if workers.WORKER_ID and workers.WORKER_ID not in live:
         # This worker's own heartbeat looks stale: the database was out of reach, so every
@@ -96,12 +100,14 @@ def _run_reconcile(
     resend_cutoff: Any,
     live_workers: list[str] | None,
     cut_off: dict[str, Any] | None = None,
+    *,
+    read_at: Any = None,
 ) -> int:
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id, status__in=Run.ACTIVE_STATUSES).first()
         if run is None:
             return 0
-        stale = _stale(run, claim_cutoff, queue_cutoff, resend_cutoff, live_workers, cut_off)
+        stale = _stale(run, claim_cutoff, queue_cutoff, resend_cutoff, live_workers, cut_off, read_at=read_at)
         lost_ids, ahead_ids, resent_ids = _by_lane(stale)
         stale_ids = lost_ids + ahead_ids + resent_ids
         # A lane's other cases go back to pending. Each counts as asked: a lane saving its case
@@ -131,6 +137,8 @@ def _stale(
     resend_cutoff: Any,
     live_workers: list[str] | None,
     cut_off: dict[str, Any] | None,
+    *,
+    read_at: Any = None,
 ) -> list[tuple[int, bool, str, str]]:
     """The run's stale results: (id, lost, token, why its claim is taken back), each lane's case in
     hand first (the one it took first, whatever its id)."""
@@ -140,9 +148,7 @@ def _stale(
     lost = Q(status=Result.Status.RUNNING, claimed_at__lt=claim_cutoff) | Q(
         status=Result.Status.QUEUED, queued_at__lt=queue_cutoff
     )
-    gone = Q(pk__in=[])
-    if live_workers is not None:
-        gone = Q(status=Result.Status.RUNNING) & ~Q(claimed_by="") & ~Q(claimed_by__in=live_workers)
+    gone = _gone(live_workers, read_at)
     # Claims of a worker, made before it lost its broker connection: their tasks were ended.
     broker_lost = Q(pk__in=[])
     for name, lost_at in (cut_off or {}).items():
@@ -164,6 +170,16 @@ def _stale(
         .order_by(*LANE_ORDER)
         .values_list("id", "is_lost", "token", "cause")
     )
+
+
+def _gone(live_workers: list[str] | None, read_at: Any) -> Q:
+    """Claims of a worker that is not alive, made before the pass read who is (_liveness)."""
+    if live_workers is None:
+        return Q(pk__in=[])
+    gone = Q(status=Result.Status.RUNNING) & ~Q(claimed_by="") & ~Q(claimed_by__in=live_workers)
+    if read_at is not None:
+        gone &= Q(claimed_at__lt=read_at - timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_INTERVAL))
+    return gone
 
 
 def _by_lane(stale: list[tuple[int, bool, str, str]]) -> tuple[list[int], list[int], list[int]]:

@@ -11,7 +11,7 @@ from django.utils import timezone
 from evalsite import workers
 from evalsite.models import WorkerHeartbeat
 from runs import services
-from runs.engine import claims
+from runs.engine import claims, reaper
 from runs.models import Result
 from tests.broker import queue_keys
 
@@ -91,7 +91,7 @@ def test_a_worker_its_supervisor_saw_die_is_gone_at_once(make_dataset, alice, no
     # runstack killed what the dead worker left and said so: its heartbeat and its claim are
     # seconds old, and neither is proof of life now.
     _beat("host:7:ab", 1)
-    result = _claimed(make_dataset, alice, by="host:7:ab")
+    result = _claimed(make_dataset, alice, by="host:7:ab", seconds_ago=5)
     assert workers.workers_end(host="host", pid=7) == 1
 
     # Its claim, and the run's 2 queued cases sent again (it may have held their messages).
@@ -101,6 +101,22 @@ def test_a_worker_its_supervisor_saw_die_is_gone_at_once(make_dataset, alice, no
     assert after.repeats == [{"cause": "worker_lost", "attempt": 2}]
     assert not WorkerHeartbeat.objects.filter(name="host:7:ab").exists()
     assert workers.last_heartbeat_age() is None  # and /healthz no longer counts it
+
+
+def test_a_claim_made_after_the_pass_read_who_is_alive_is_left_alone(make_dataset, alice, no_llm, settings):
+    # A pass reads who is alive, then goes through the runs one by one; a host back from a cut
+    # (its heartbeat stale, no recent claim when the pass read) claims a case meanwhile.
+    _beat("back:2", settings.EVALSITE_WORKER_HEARTBEAT_TTL + 10)
+    read_at = timezone.now()
+    live, _ = reaper._liveness(read_at)
+    assert "back:2" not in live
+    result = _claimed(make_dataset, alice, by="back:2")
+    cutoff = read_at - timedelta(seconds=settings.EVALSITE_STALE_CLAIM_SECONDS)
+
+    reaper._run_reconcile(result.run_id, cutoff, cutoff, cutoff, live, read_at=read_at)
+
+    after = Result.objects.get(pk=result.pk)
+    assert (after.status, after.token, after.repeats) == (Result.Status.RUNNING, result.token, [])
 
 
 def test_a_claim_made_outside_a_worker_waits_for_its_timeout(make_dataset, alice, no_llm):
@@ -159,8 +175,11 @@ def test_a_lost_claim_goes_to_the_front_of_the_queue_and_the_copies_sent_after_a
     # death mostly still wait their turn in Redis, and their copies must not jump it.
     run = _queued_a_while_ago(make_dataset, alice, settings)
     lost = Result.objects.filter(run=run, status=Result.Status.QUEUED).order_by("id").first()
-    Result.objects.filter(pk=lost.pk).update(status=Result.Status.RUNNING, claimed_by="killed:4", attempts=1)
     _beat("killed:4", settings.EVALSITE_WORKER_HEARTBEAT_TTL + 5)
+    seen = WorkerHeartbeat.objects.get(name="killed:4").last_seen  # claimed before its last beat
+    Result.objects.filter(pk=lost.pk).update(
+        status=Result.Status.RUNNING, claimed_at=seen, claimed_by="killed:4", attempts=1
+    )
     client = redis.Redis.from_url(settings.REDIS_CLIENT_URL)
     client.delete(*queue_keys())
 
@@ -192,7 +211,7 @@ def test_a_dead_lane_holding_a_case_claimed_ahead_gets_one_slot_back_not_two(mak
     Result.objects.filter(pk=ahead.pk).update(
         status=Result.Status.RUNNING,
         token=result.token,
-        claimed_at=result.claimed_at,
+        claimed_at=timezone.now() - timedelta(seconds=stale),
         claimed_by="killed:1",
         attempts=1,
     )
