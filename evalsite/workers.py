@@ -15,7 +15,9 @@ import logging
 import mmap
 import os
 import socket
+import struct
 import threading
+import time
 import uuid
 from datetime import datetime, timedelta
 
@@ -36,6 +38,11 @@ _stop = threading.Event()
 # child running a lane of a run stops taking the run's next cases and hands them on to
 # another worker (runs/engine/execution.py) instead of running on for its lane time.
 _shutting_down = mmap.mmap(-1, 1)
+# The worker's lease, shared the same way (two doubles, wall-clock seconds): when the last
+# heartbeat that reached the database was taken (what its row says), and when the heartbeat
+# last came back after a gap long enough for the reaper to take the worker for dead.
+_lease = mmap.mmap(-1, 16)
+_LEASE = struct.Struct("dd")
 
 
 def worker_start() -> str:
@@ -46,6 +53,7 @@ def worker_start() -> str:
     WORKER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
     now = timezone.now()
     WorkerHeartbeat.objects.create(name=WORKER_ID, started_at=now, last_seen=now)
+    _LEASE.pack_into(_lease, 0, now.timestamp(), 0.0)
     # Rows of workers gone for a day are history, not liveness.
     WorkerHeartbeat.objects.filter(last_seen__lt=now - timedelta(days=1)).delete()
     connections.close_all()  # the pool children must not inherit this connection
@@ -79,12 +87,44 @@ def worker_stop() -> None:
 def _beat() -> None:
     while not _stop.wait(settings.EVALSITE_WORKER_HEARTBEAT_INTERVAL):
         try:
-            now = timezone.now()
-            if not WorkerHeartbeat.objects.filter(name=WORKER_ID).update(last_seen=now):
-                WorkerHeartbeat.objects.create(name=WORKER_ID, started_at=now, last_seen=now)
+            beat_once()
         except Exception:  # a database blip: the next beat tries again on a fresh connection
             logger.warning("Worker heartbeat failed", exc_info=True)
             connections.close_all()
+
+
+def beat_once() -> None:
+    """One heartbeat, and the lease it renews. A beat that reaches the database long after the
+    one before (a host cut off from the network, a database out of reach) writes the time it
+    was taken, stale by then: the reaper may have taken the worker for dead meanwhile and
+    handed its claims on, which `lease_doubtful` then tells the worker's lanes."""
+    now = timezone.now()
+    if not WorkerHeartbeat.objects.filter(name=WORKER_ID).update(last_seen=now):
+        WorkerHeartbeat.objects.create(name=WORKER_ID, started_at=now, last_seen=now)
+    last_ok, gap_end = _LEASE.unpack_from(_lease)
+    arrived = time.time()
+    if arrived - last_ok > _lease_seconds():
+        gap_end = arrived
+    _LEASE.pack_into(_lease, 0, now.timestamp(), gap_end)
+
+
+def _lease_seconds() -> float:
+    """How old the last heartbeat that reached the database may be before the reaper could take
+    this worker for dead (its TTL), less an interval for a call already on its way."""
+    return settings.EVALSITE_WORKER_HEARTBEAT_TTL - settings.EVALSITE_WORKER_HEARTBEAT_INTERVAL
+
+
+def lease_doubtful(claimed_at: datetime | None) -> bool:
+    """Whether a claim this worker made at `claimed_at` may have been taken back by the reaper:
+    its heartbeat is too old to prove it alive now, or it came back after such a gap since the
+    claim was made. Then the claim is checked in the database before the case's next model call
+    (runs/engine/execution.py). Outside a worker (no reaper judges it), never."""
+    if not WORKER_ID:
+        return False
+    last_ok, gap_end = _LEASE.unpack_from(_lease)
+    if time.time() - last_ok > _lease_seconds():
+        return True
+    return claimed_at is None or claimed_at.timestamp() < gap_end
 
 
 # Claims made up to this long after the loss was noted are taken back too: a case's claim

@@ -8,9 +8,9 @@ running. After EVALSITE_RUN_LANE_SECONDS a lane hands its slot on through a new 
 another task's message waits for a worker (other runs get their turn), and after LANE_MAX_TURNS of them in
 any case, so a case never starts late in a task's time limit; at once when its worker begins a warm shutdown.
 
-`_case_attempt` tells one attempt: the budget, the run started, the next case claimed ahead, ask the agent,
-judge the answer, save, and the lane's next case. Claiming ahead and saving behind (off the path between two
-model calls) are the lane's: runs/engine/lane.py.
+`_case_attempt` tells one attempt: the budget, the claim still held, the run started, the next case claimed
+ahead, ask the agent, the claim still held, judge the answer, save, and the lane's next case. Claiming ahead
+and saving behind (off the path between two model calls) are the lane's: runs/engine/lane.py.
 """
 
 from __future__ import annotations
@@ -78,16 +78,36 @@ def _case_attempt(result: Result, token: str, *, turn: Turn, lane: Lane) -> Resu
     """One attempt at a claimed case, in order; the lane's next claimed case, if it goes on."""
     if budget.claim_over_budget(result, token):
         return None  # the run reached its cost cap: the case is not run
+    if not _claim_held(result, token):
+        return None  # taken back while this worker was out of reach: another worker runs it
     run = _run_started(result)
     lane.case_starts(result)  # claims the run's next case meanwhile, when that pays
     outcome = _ask(result, run, turn=turn)
     if outcome is None:
         return None  # the agent version cannot run at all: the run failed
+    if not _claim_held(result, token):
+        return None
     outcome = _judge(outcome, result, run)
     following = lane.case_ends(result, outcome, run=run, chain=_lane_goes_on(turn))  # saves it
     if following is not None:
         following.run = run
     return following
+
+
+def _claim_held(result: Result, token: str) -> bool:
+    """Whether the lane still holds the case, before a model call: asked of the database only
+    when the worker's lease is in doubt (evalsite/workers.py), as after a host was cut off from
+    the network long enough for the reaper to hand its claims to other workers. A case it gave
+    on is not asked about again here: its run's window counts the other worker's calls."""
+    if not workers.lease_doubtful(result.claimed_at):
+        return True
+    now = timezone.now()
+    held = Result.objects.filter(pk=result.pk, token=token, status=Result.Status.RUNNING).update(claimed_at=now)
+    if not held:
+        logger.warning("Result %s of run %s was taken back while its worker was out of reach", result.pk, result.run_id)
+        return False
+    result.claimed_at = now
+    return True
 
 
 def _run_started(result: Result) -> Run:
