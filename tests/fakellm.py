@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import hashlib
 import json
 import math
@@ -132,6 +133,7 @@ class RecordedRequest:
     seq_in: int = 0
     seq_out: int | None = None
     seq_start: int | None = None  # when the server began on it (llama.cpp queues requests first)
+    peer: str = ""  # the client's address (which worker host sent it)
 
     @property
     def text(self) -> str:
@@ -399,6 +401,8 @@ class FakeLLM:
     ) -> _Reply | None:
         """Build the reply for one request; None when nobody is listening any more."""
         record, generation = self._begin(path, headers, body)
+        with contextlib.suppress(OSError):
+            record.peer = connection.getpeername()[0]
         serial = self._kind == "llama.cpp"
         if serial and not self._serial.acquire(timeout=HANG_LIMIT_SECONDS):
             reply = _Reply(503, _error_body(503, "The fake LLM's single slot never came free."))

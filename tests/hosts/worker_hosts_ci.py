@@ -60,7 +60,9 @@ CUT_HOST = 2
 
 
 def log(message: str) -> None:
-    print(f"worker-hosts | {message}", flush=True)
+    now = time.time()
+    stamp = f"{time.strftime('%H:%M:%S', time.gmtime(now))}.{int(now * 1000) % 1000:03d}"
+    print(f"worker-hosts {stamp} | {message}", flush=True)
 
 
 class Stack:
@@ -213,6 +215,20 @@ def explain(result_ids: list[int], requests: list[Any]) -> None:
                 log(f"    {r.task} seq {r.seq_in}-{r.seq_out} at {r.time_in:.3f}-{r.time_out or 0:.3f} {r.status}")
 
 
+def explain_peak(requests: list[Any]) -> None:
+    """The calls of one run in flight at its peak (a run over its window): which hosts sent them, when."""
+    events = sorted([(r.seq_in, 1, r) for r in requests] + [(r.seq_out, -1, r) for r in requests if r.seq_out])
+    current, in_flight, peak = 0, set(), []
+    for _, step, request in events:
+        current += step
+        (in_flight.add if step > 0 else in_flight.discard)(id(request))
+        if current > len(peak):
+            peak = [r for r in requests if id(r) in in_flight]
+    for r in peak:
+        log(f"  at the peak: {r.task} case {r.trace.get('case')} attempt {r.trace.get('attempt', '?')} from {r.peer} "
+            f"in {r.time_in:.3f} out {r.time_out or 0:.3f} status {r.status}")  # fmt: skip
+
+
 def peak_in_flight(requests: list[Any]) -> int:
     """Most of these calls in flight at once, by the fake server's own ordering numbers."""
     events = sorted([(r.seq_in, 1) for r in requests] + [(r.seq_out, -1) for r in requests if r.seq_out is not None])
@@ -238,7 +254,7 @@ def scenario(name: str, stack: Stack, fake: FakeLLM, made: tuple[Any, list[Any],
     started, first_start = time.monotonic(), timezone.now()  # the runs' first windows were just sent
     held: dict[int, int] = {}  # the cut worker's claims at the cut: result id -> attempts then
     asked: set[int] = set()
-    cut_at = None
+    cut_at, restored_at = None, None
     if cut is not None:
         while finished_count(run_ids) < CUT_AFTER * RUNS * CASES:
             time.sleep(0.2)
@@ -253,6 +269,7 @@ def scenario(name: str, stack: Stack, fake: FakeLLM, made: tuple[Any, list[Any],
         if restore:
             time.sleep(RESTORE_AFTER - 2)
             cut.restore()
+            restored_at = time.time()
             log(f"{cut.name} restored {RESTORE_AFTER:.0f} s after the cut")
     wait_settled(run_ids, started, stack)
     span = time.monotonic() - started
@@ -262,7 +279,28 @@ def scenario(name: str, stack: Stack, fake: FakeLLM, made: tuple[Any, list[Any],
         cut.restore()  # so its worker can be stopped; its cases were all reassigned
     stack.stop()
     in_flight = set(held) & asked  # asked of the model already; the others were claimed ahead, not started
-    return check(name, run_ids, fake, held, in_flight, cut, cut_at, first_start, span)
+    measured = check(name, run_ids, fake, held, in_flight, cut, cut_at, first_start, span)
+    if restored_at is not None:
+        check_restored(name, run_ids, fake, cut, held, restored_at)
+    return measured
+
+
+def check_restored(name: str, run_ids: list[int], fake: FakeLLM, cut: Host, held: dict[int, int],
+                   restored_at: float) -> None:  # fmt: skip
+    """Back from the cut, the host asks the model nothing more about the cases it held, which
+    other hosts finished meanwhile: its lanes check their claims first (runs/engine/execution.py)."""
+    from runs.models import Result
+
+    finished_elsewhere = Result.objects.filter(pk__in=list(held)).exclude(claimed_by__startswith=f"{cut.name}:")
+    handed_on = set(finished_elsewhere.values_list("pk", flat=True))
+    late = [r for r in fake.requests if r.peer == cut.ip and r.time_in > restored_at and r.trace.get("run")]
+    stale = [r for r in late if int(r.trace.get("case") or 0) in handed_on]
+    log(f"{name}: after the restore {cut.name} sent {len(late)} model calls, {len(stale)} of them about a case "
+        f"it held at the cut and another host finished")  # fmt: skip
+    if stale:
+        for r in stale[:5]:
+            log(f"  {r.task} case {r.trace.get('case')} in {r.time_in:.3f} ({r.time_in - restored_at:.1f} s after)")
+        raise HostsFailure(f"{name}: {cut.name} asked the model about {len(stale)} cases handed on during its cut")
 
 
 def check(name: str, run_ids: list[int], fake: FakeLLM, held: dict[int, int], in_flight: set[int],
@@ -298,6 +336,8 @@ def check(name: str, run_ids: list[int], fake: FakeLLM, held: dict[int, int], in
     peaks = {run_id: peak_in_flight([r for r in requests if r.trace["run"] == str(run_id)]) for run_id in run_ids}
     if max(peaks.values()) > WINDOW:
         problems.append(f"runs over their window of {WINDOW}: {[(k, v) for k, v in peaks.items() if v > WINDOW]}")
+        for run_id in (k for k, v in peaks.items() if v > WINDOW):
+            explain_peak([r for r in requests if r.trace["run"] == str(run_id)])
     late = [r for r in results if r["pk"] in held]
     # A case taken back from the cut worker and asked again was claimed again (an attempt more)
     # before it was saved: one saved with the attempts it had at the cut was saved by the cut
