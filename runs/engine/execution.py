@@ -23,7 +23,7 @@ from contextlib import contextmanager
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import DatabaseError, connections
+from django.db import DatabaseError, connections, transaction
 from django.utils import timezone
 
 from agents.adapters import AgentConfigError
@@ -101,8 +101,12 @@ def _claim_held(result: Result, token: str) -> bool:
     on is not asked about again here: its run's window counts the other worker's calls."""
     if not workers.lease_doubtful(result.claimed_at):
         return True
-    now = timezone.now()
-    held = Result.objects.filter(pk=result.pk, token=token, status=Result.Status.RUNNING).update(claimed_at=now)
+    # Under the run row's lock, as the reaper takes claims back: a pass that listed this claim
+    # as lost has handed it on by the time the lock is ours; one after this sees it refreshed.
+    with transaction.atomic():
+        Run.objects.select_for_update().filter(pk=result.run_id).values_list("pk").first()
+        now = timezone.now()
+        held = Result.objects.filter(pk=result.pk, token=token, status=Result.Status.RUNNING).update(claimed_at=now)
     if not held:
         logger.warning("Result %s of run %s was taken back while its worker was out of reach", result.pk, result.run_id)
         return False

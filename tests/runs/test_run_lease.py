@@ -2,11 +2,12 @@
 meanwhile, so before a case's next model call its lane asks the database whether it still holds
 the claim, and gives the case up if not. With its heartbeat fresh it asks nothing."""
 
+import threading
 import time
 from datetime import timedelta
 
 import pytest
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -14,7 +15,7 @@ from agents.models import Agent
 from evalsite import workers
 from runs import services
 from runs.engine import execution
-from runs.models import Result
+from runs.models import Result, Run
 
 pytestmark = pytest.mark.django_db
 
@@ -106,3 +107,36 @@ def test_a_case_taken_back_while_its_worker_was_cut_off_is_not_judged_there(make
     assert [r.task for r in fake_llm.requests if r.trace.get("case") == str(result.pk)] == ["agent"]
     result.refresh_from_db()
     assert (result.status, result.token) == (Result.Status.RUNNING, "another-workers-lane")  # the other lane's now
+
+
+@pytest.mark.django_db(transaction=True)  # two connections: the reaper's and the lane's
+def test_a_claim_in_doubt_waits_for_a_reaper_pass_under_way_and_sees_what_it_did(
+    make_dataset, alice, no_llm, in_a_worker
+):
+    dataset = make_dataset(1)
+    run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
+    Result.objects.filter(run=run).update(status=Result.Status.RUNNING, claimed_at=timezone.now())
+    result = Result.objects.get(run=run)
+    _last_beat(in_a_worker)
+    locked, release = threading.Event(), threading.Event()
+
+    def reaper_pass():
+        # A pass has listed the claim as lost and holds the run's row while it hands it on.
+        try:
+            with transaction.atomic():
+                Run.objects.select_for_update().get(pk=run.pk)
+                locked.set()
+                release.wait(10)
+                Result.objects.filter(pk=result.pk).update(token="handed-on")
+        finally:
+            connections.close_all()
+
+    reaper = threading.Thread(target=reaper_pass)
+    reaper.start()
+    assert locked.wait(10)
+    threading.Timer(0.5, release.set).start()
+    try:
+        assert execution._claim_held(result, result.token) is False  # not the stale read of before the hand-on
+    finally:
+        release.set()
+        reaper.join(10)
