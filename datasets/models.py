@@ -130,6 +130,9 @@ class Document(models.Model):
     size = models.PositiveBigIntegerField(default=0)
     sha256 = models.CharField(max_length=64, blank=True)
     text = models.TextField(blank=True, help_text="Extracted plain text")
+    # What the sandbox read in the file (datasets/extraction/reading.py), kept while the upload
+    # waits for its mapping so that confirming it does not read the file again; then cleared.
+    reading = models.JSONField(null=True, blank=True, editable=False)
     generated = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 

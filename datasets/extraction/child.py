@@ -14,11 +14,7 @@ import json
 import resource
 import sys
 import traceback
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from datasets.extraction.readers import Parsed
-    from datasets.extraction.tables import Table
+from typing import Any
 
 
 def _limit(memory_mb: int, cpu_seconds: int) -> None:
@@ -30,118 +26,21 @@ def _limit(memory_mb: int, cpu_seconds: int) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
 
 
-SPREADSHEETS = ("xlsx", "xls", "csv")
-
-
 def extract(request: dict[str, Any]) -> dict[str, Any]:
-    """Read the file's cases. Tables follow request["mapping"] when given (the user's choice,
-    {"tables": {key: {"skip": bool, "columns": {"3": "question"}}}}), else the suggested plan;
-    the answer describes every table (header, field per column, first rows) for the mapping step."""
-    from datasets.extraction import readers
+    """Read the file's cases: the reading under request["mapping"] (reading.answer), with no
+    reading kept (the playground's attachments, the benchmark)."""
+    from datasets.extraction import readers, reading
 
     parsed = readers.read(request["path"], request["file_type"])
-    chosen = (request.get("mapping") or {}).get("tables") or {}
-    return answer_from_parsed(parsed, request["file_type"], chosen=chosen, max_cases=request["max_cases"])
+    return reading.answer(parsed, request["file_type"], mapping=request.get("mapping"), max_cases=request["max_cases"])
 
 
-def answer_from_parsed(parsed: Parsed, file_type: str, *, chosen: dict[str, Any], max_cases: int) -> dict[str, Any]:
-    """The answer from a read file (readers.Parsed): no file is opened here, so this part of the
-    parse depends on the mapping alone (the seam for applying a mapping to stored tables)."""
-    from datasets.extraction.dedupe import drop_exact
-    from datasets.extraction.prose import labelled_cases
+def read(request: dict[str, Any]) -> dict[str, Any]:
+    """What the file holds, as JSON (reading.dump): an upload is read once, and its mapping
+    is applied in the extraction job, to what was read (reading.answer)."""
+    from datasets.extraction import readers, reading
 
-    found = _table_answers(parsed.tables, chosen)
-    cases = found["cases"]
-    methods = ["table"] if cases else []
-    # The prose around the tables: PDFs keep their pages, Markdown its line numbers.
-    prose: list[tuple[int | None, str]] = parsed.pages if file_type == "pdf" else [(None, parsed.text)]
-    if file_type in ("md", "docx"):
-        prose = parsed.pages
-    unit = {"md": "line", "docx": "paragraph"}.get(file_type, "page")
-    labelled, leftover = labelled_cases(prose, unit=unit) if file_type not in SPREADSHEETS else ([], prose)
-    if labelled:
-        cases.extend(labelled)
-        methods.append("labelled")
-    kept = drop_exact(cases)
-    warnings = list(parsed.warnings) + found["dropped"] + _dropped_warnings(cases, kept)
-    kept_cases = kept[:max_cases]
-    return {
-        "ok": True,
-        "method": "+".join(methods),
-        "cases": kept_cases,
-        "total": len(kept),
-        "header_found": found["header_found"],
-        "header_only": found["header_only"] if not cases else [],
-        # Every table, for the mapping step (the user may map one that gave no case).
-        "tables": found["described"],
-        "warnings": warnings + _grouped_case_warnings(kept_cases),
-        # Prose no table or labelled block took: the model may still find rules to test in it.
-        "pages": [(page, text) for page, text in leftover if text.strip()],
-        "text": parsed.text,
-    }
-
-
-def _table_answers(read_tables: list[Table], chosen: dict[str, Any]) -> dict[str, Any]:
-    """Every table's cases (by the user's choice for it, else the suggested plan) and description."""
-    from datasets.extraction.tables import describe, plan_from_choice, plan_table, split_tables, table_cases
-
-    result: dict[str, Any] = {"cases": [], "described": [], "header_found": False, "header_only": [], "dropped": []}
-    tables = [part for table in read_tables for part in split_tables(table)]
-    for number, table in enumerate(tables):
-        key = str(number)
-        plan = plan_table(table)
-        result["header_found"] = result["header_found"] or plan.question_column is not None
-        if plan.header_index is not None and plan.header_index == len(table.rows) - 1:
-            # A table with no row under its header.
-            result["header_only"].append(", ".join(plan.headers[column] for column in sorted(plan.headers)))
-        choice = chosen.get(key)
-        if choice is not None:
-            plan = plan_from_choice(table, plan, {int(column): name for column, name in choice["columns"].items()})
-            if choice.get("skip"):
-                plan.skipped = "You chose to skip this table."
-        found = table_cases(table, plan)
-        if plan.dropped and plan.question_column is not None:
-            result["dropped"].append(
-                {
-                    "where": table.rows_location(plan.dropped),
-                    "message": f"{len(plan.dropped)} row(s) have no “{plan.headers[plan.question_column]}” cell, "
-                    "so no test case was made from them.",
-                }
-            )
-        result["described"].append(describe(table, plan, key, len(found)))
-        # Rows whose steps quote no user message: the mapping step offers the model for them.
-        result["described"][-1]["unquoted"] = sum(1 for case in found if case.get("unquoted_from"))
-        result["cases"].extend(found)
-    return result
-
-
-def _dropped_warnings(cases: list[dict[str, Any]], kept: list[dict[str, Any]]) -> list[dict[str, str]]:
-    kept_ids = {id(case) for case in kept}
-    dropped = [case.get("location", "") for case in cases if id(case) not in kept_ids]
-    if not dropped:
-        return []
-    return [
-        {
-            "where": ", ".join(dropped[:10]) + (f" and {len(dropped) - 10} more" if len(dropped) > 10 else ""),
-            "message": f"{len(dropped)} row(s) repeat an earlier case exactly (same question and expected answer) "
-            "and were left out.",
-        }
-    ]
-
-
-def _grouped_case_warnings(cases: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """One dataset warning per message, naming every row it concerns (cases keep their own)."""
-    grouped: dict[str, list[str]] = {}
-    for case in cases:
-        for message in case.get("warnings", []):
-            grouped.setdefault(message, []).append(case.get("location", ""))
-    return [
-        {
-            "where": ", ".join(places[:10]) + (f" and {len(places) - 10} more" if len(places) > 10 else ""),
-            "message": message if len(places) == 1 else f"{len(places)} cases: {message}",
-        }
-        for message, places in grouped.items()
-    ]
+    return {"ok": True, "reading": reading.dump(readers.read(request["path"], request["file_type"]))}
 
 
 def preview(request: dict[str, Any]) -> dict[str, Any]:
@@ -207,7 +106,8 @@ def main() -> None:
     sys.stdout = sys.stderr  # library chatter must not corrupt the JSON answer
     try:
         request = json.loads(sys.stdin.read())
-        answer = preview(request) if request.get("mode") == "preview" else extract(request)
+        modes = {"preview": preview, "read": read}
+        answer = modes.get(request.get("mode", ""), extract)(request)
     except BaseException as exc:  # noqa: BLE001 - every failure becomes an answer, never a traceback page
         from datasets.extraction.errors import ExtractionFailed
 

@@ -1,7 +1,7 @@
 """A file on disk to a dataset, through the same pipeline as an upload, without the wizard:
 `manage.py dataset_import` (CI jobs that keep test plans in a repository).
 
-validation -> sandboxed parse -> the mapping (given as JSON, or the suggested one) ->
+validation -> sandboxed read -> the mapping (given as JSON, or the suggested one) ->
 warnings -> the case limit -> cases. With dry_run nothing is saved. The mapping step the
 wizard shows is answered by the arguments: a JSON mapping, and keep_first for a file
 over the limit.
@@ -26,7 +26,8 @@ from datasets.extraction.services import (
     case_rows,
     extraction_from_answer,
     file_warnings,
-    parse_path,
+    mapped,
+    read_path,
     upload_dataset_stored,
 )
 from datasets.extraction.validation import ValidatedFile, validate_file
@@ -89,7 +90,8 @@ def dataset_file_import(
     validated = _validate(path.name, data)
     limit = settings.EVALSITE_MAX_CASES_PER_DOCUMENT
     try:
-        answer = parse_path(str(path), validated.file_type, chosen=None)
+        read = read_path(str(path), validated.file_type)  # once: a mapping applies to what was read
+        answer = mapped(read, validated.file_type, chosen=None)
         tables = answer.get("tables") or []
         chosen = suggested_choice(tables)
         if mapping is not None:
@@ -99,7 +101,7 @@ def dataset_file_import(
                 chosen = mapping_from_json(tables=tables, raw=mapping)
             except ValidationError as exc:
                 raise BadMapping(" ".join(exc.messages)) from exc
-            answer = parse_path(str(path), validated.file_type, chosen=chosen)
+            answer = mapped(read, validated.file_type, chosen=chosen)
         extraction = extraction_from_answer(
             answer, state={"chosen": chosen, "keep_first": keep_first}, limit=limit, file_type=validated.file_type
         )

@@ -1,10 +1,11 @@
 """The mapping step of an upload: the user confirms (or changes) how each table's columns
 become case fields, and whether to keep the first 500 cases of a larger file.
 
-The first parse (services.dataset_extract) stores what it found on Dataset.mapping and
-leaves the dataset in Review; nothing is created yet. Confirming stores the choice and
-sends the job again, which parses with that choice (in the sandbox, as before) and
-creates the cases. Dataset.mapping:
+The first parse (services.dataset_extract) stores what it found on Dataset.mapping, and
+what the sandbox read on Document.reading, and leaves the dataset in Review; nothing is
+created yet. Confirming stores the choice and sends the job again, which applies that
+choice to what was read (reading.py; the file is not read again) and creates the cases.
+Dataset.mapping:
 
   {"method": "table", "total": 612, "limit": 500, "warnings": [...],
    "tables": [{"key": "0", "label": "Cases", "header_row": 3, "columns": [{"index": 4,

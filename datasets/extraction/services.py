@@ -1,7 +1,9 @@
 """Upload a document, then read its test cases in a background job.
 
 dataset_upload_create  validated upload -> Dataset (Extracting) + Document, job queued on commit
-dataset_extract        the job: claim, parse in the sandbox, maybe ask the model, save all or nothing
+dataset_extract        the job: claim, read the file in the sandbox (once: what it read is kept on
+                       Document.reading until the mapping is confirmed), maybe ask the model,
+                       save all or nothing
 
 Claiming, failing and re-sending the job are datasets.jobs, shared with AI generation.
 """
@@ -25,7 +27,7 @@ from django.db import transaction
 
 from agents.models import Agent
 from datasets.documents import document_file_delete, document_store, upload_validate
-from datasets.extraction import sandbox
+from datasets.extraction import reading, sandbox
 from datasets.extraction.dedupe import NearDuplicates
 from datasets.extraction.derive import questions_derive
 from datasets.extraction.errors import ExtractionFailed, FileRejected
@@ -77,29 +79,35 @@ def dataset_upload_create(
     the expected answers).
     """
     validated = validated or upload_validate(upload)
+    read = None
     if validated.file_type in PROSE_TYPES and not llm.is_configured("llm"):
-        _refuse_prose_without_model(upload, validated)
+        read = _refuse_prose_without_model(upload, validated)
     with upload_dataset_stored(
         agent=agent, user=user, name=name, upload=upload, validated=validated, agent_reads_source=agent_reads_source
-    ) as (dataset, _document):
+    ) as (dataset, document):
+        if read is not None:
+            # The job starts from what this check read: the file is not read a second time.
+            Document.objects.filter(pk=document.pk).update(reading=read)
         job_enqueue(EXTRACT, dataset.pk)
     return dataset
 
 
-def _refuse_prose_without_model(upload: UploadedFile, validated: ValidatedFile) -> None:
+def _refuse_prose_without_model(upload: UploadedFile, validated: ValidatedFile) -> dict[str, Any]:
     """A document only a model could read, with no model connected: refused before any dataset
-    exists (it would only end Failed). Reads the file in the sandbox, as the job would."""
+    exists (it would only end Failed). Reads the file in the sandbox, as the job would, and
+    returns the reading for the job."""
     with tempfile.NamedTemporaryFile(suffix=f".{validated.file_type}") as handle:
         for chunk in upload.chunks():
             handle.write(chunk)
         handle.flush()
         upload.seek(0)
         try:
-            answer = parse_path(handle.name, validated.file_type, chosen=None)
-        except ExtractionFailed:
-            return  # a damaged file: the job says why, as for any other upload
+            read = read_path(handle.name, validated.file_type)
+        except ExtractionFailed as exc:
+            return reading.failed(exc.reason)  # a damaged file: the job says why, as for any other upload
+    answer = mapped(read, validated.file_type, chosen=None)
     if answer["cases"]:
-        return
+        return read
     if answer.get("header_only"):
         headers = answer["header_only"][0][:200]
         raise ValidationError(
@@ -161,43 +169,49 @@ def dataset_extract(*, dataset_id: int) -> None:
         job_fail(dataset_id=dataset_id, reason="The uploaded file is missing. Upload it again.")
         return
     try:
-        extraction = _extract(dataset, document)
+        extraction, read = _extract(dataset, document)
     except ExtractionFailed as exc:
-        job_fail(dataset_id=dataset_id, reason=exc.reason)
-        return
+        reason = exc.reason
     except SoftTimeLimitExceeded:
-        job_fail(
-            dataset_id=dataset_id,
-            reason="Reading the document took too long. Split it into smaller files and upload them one by one.",
-        )
+        reason = "Reading the document took too long. Split it into smaller files and upload them one by one."
+    else:
+        _save(dataset_id=dataset_id, document=document, extraction=extraction, read=read)
         return
-    _save(dataset_id=dataset_id, document=document, extraction=extraction)
+    Document.objects.filter(pk=document.pk).update(reading=None)  # a Failed upload is never mapped
+    job_fail(dataset_id=dataset_id, reason=reason)
 
 
-def _extract(dataset: Dataset, document: Document) -> Extraction:
+def _extract(dataset: Dataset, document: Document) -> tuple[Extraction, dict[str, Any]]:
+    """(what the document's reading gives, the reading). The file is read in the sandbox only
+    when no reading is kept: after the mapping step, the user's choice applies to the first one."""
     limit = settings.EVALSITE_MAX_CASES_PER_DOCUMENT
-    _recheck(document)
+    read = document.reading
+    if read is None:
+        _recheck(document)
+        read = read_path(document.file.path, document.file_type)
     state = dataset.mapping or {}
-    answer = parse_document(document, chosen=state.get("chosen"))
-    return extraction_from_answer(answer, state=state, limit=limit, file_type=document.file_type, trace=dataset.pk)
+    answer = mapped(read, document.file_type, chosen=state.get("chosen"))
+    extraction = extraction_from_answer(
+        answer, state=state, limit=limit, file_type=document.file_type, trace=dataset.pk
+    )
+    return extraction, read
 
 
-def parse_document(document: Document, *, chosen: dict[str, Any] | None) -> dict[str, Any]:
-    """The sandboxed parse of a stored document (with the user's mapping, when there is one)."""
-    return parse_path(document.file.path, document.file_type, chosen=chosen)
-
-
-def parse_path(path: str, file_type: str, *, chosen: dict[str, Any] | None) -> dict[str, Any]:
-    return sandbox.run(
-        {
-            "mode": "extract",
-            "path": path,
-            "file_type": file_type,
-            "max_cases": settings.EVALSITE_MAX_CASES_PER_DOCUMENT,
-            "mapping": chosen,
-        },
+def read_path(path: str, file_type: str) -> dict[str, Any]:
+    """What the file holds (reading.py), read in the sandbox: the one place an upload's bytes are parsed."""
+    answer = sandbox.run(
+        {"mode": "read", "path": path, "file_type": file_type},
         timeout=settings.EVALSITE_PARSE_TIMEOUT,
         memory_mb=settings.EVALSITE_PARSE_MEMORY_MB,
+    )
+    return answer["reading"]
+
+
+def mapped(read: dict[str, Any], file_type: str, *, chosen: dict[str, Any] | None) -> dict[str, Any]:
+    """The parse's answer: what was read, under the user's mapping (the suggested one without it).
+    In-process and without the file: the child's extract mode runs the same reading.answer."""
+    return reading.answer(
+        reading.load(read), file_type, mapping=chosen, max_cases=settings.EVALSITE_MAX_CASES_PER_DOCUMENT
     )
 
 
@@ -358,13 +372,15 @@ def _nothing_found(file_type: str, answer: dict[str, Any], *, has_text: bool) ->
     )
 
 
-def _save(*, dataset_id: int, document: Document, extraction: Extraction) -> None:
-    """All cases or none, and only while the dataset is still Extracting (not deleted, not settled)."""
+def _save(*, dataset_id: int, document: Document, extraction: Extraction, read: dict[str, Any]) -> None:
+    """All cases or none, and only while the dataset is still Extracting (not deleted, not settled).
+    The reading is kept while the user confirms the mapping, and dropped once the cases exist."""
     with transaction.atomic():
         dataset = Dataset.objects.select_for_update().filter(pk=dataset_id, status=Dataset.Status.EXTRACTING).first()
         if dataset is None:
             return  # deleted while we read, or another delivery of this job settled it
-        Document.objects.filter(pk=document.pk).update(text=extraction.text)
+        kept = read if extraction.review is not None else None
+        Document.objects.filter(pk=document.pk).update(text=extraction.text, reading=kept)
         if extraction.review is not None:
             # Nothing is created until the user confirms the mapping (mapping.dataset_mapping_confirm).
             dataset.status, dataset.mapping = Dataset.Status.REVIEW, {**dataset.mapping, **extraction.review}
