@@ -52,13 +52,14 @@ RECONNECT_INTERVALS = {"interval_start": 1, "interval_step": 1, "interval_max": 
 
 class Consumer(CeleryConsumer):
     def on_connection_error_after_connected(self, exc: Exception) -> None:
+        from evalsite import workers
+
         _restore_unacked_early(self.connection)
+        lost_at = workers.broker_lost_mark()  # the pool children stop asking about what they hold
         super().on_connection_error_after_connected(exc)
         # Celery has now ended every task it ran (late acks; "Terminating it instead"): their
         # cases are taken back by the reaper as soon as it runs, not at their claims' timeout.
-        from evalsite import workers
-
-        workers.broker_lost_record()
+        workers.broker_lost_record(lost_at)
 
     def ensure_connected(self, conn: Any) -> Any:
         conn.ensure_connection = functools.partial(conn.ensure_connection, **RECONNECT_INTERVALS)

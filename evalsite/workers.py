@@ -40,9 +40,11 @@ _stop = threading.Event()
 _shutting_down = mmap.mmap(-1, 1)
 # The worker's lease, shared the same way (two doubles, wall-clock seconds): when the last
 # heartbeat that reached the database was taken (what its row says), and when the heartbeat
-# last came back after a gap long enough for the reaper to take the worker for dead.
-_lease = mmap.mmap(-1, 16)
+# last came back after a gap long enough for the reaper to take the worker for dead. A third:
+# the claims made before this moment are forfeit (the broker connection was lost).
+_lease = mmap.mmap(-1, 24)
 _LEASE = struct.Struct("dd")
+_FORFEIT = struct.Struct("d")
 
 
 def worker_start() -> str:
@@ -54,6 +56,7 @@ def worker_start() -> str:
     now = timezone.now()
     WorkerHeartbeat.objects.create(name=WORKER_ID, started_at=now, last_seen=now)
     _LEASE.pack_into(_lease, 0, now.timestamp(), 0.0)
+    _FORFEIT.pack_into(_lease, _LEASE.size, 0.0)
     # Rows of workers gone for a day are history, not liveness.
     WorkerHeartbeat.objects.filter(last_seen__lt=now - timedelta(days=1)).delete()
     connections.close_all()  # the pool children must not inherit this connection
@@ -132,7 +135,23 @@ def lease_doubtful(claimed_at: datetime | None) -> bool:
 BROKER_LOSS_MARGIN = timedelta(seconds=1)
 
 
-def broker_lost_record() -> None:
+def broker_lost_mark() -> datetime:
+    """In the worker's main process, the moment its broker connection is lost, before Celery
+    ends the tasks it runs: the claims made before the returned moment are forfeit (the reaper
+    takes them back, broker_lost_record), which its pool children see at once (`claim_forfeit`)
+    and so ask the model nothing more about those cases in the moment before they are ended."""
+    lost_at = timezone.now() + BROKER_LOSS_MARGIN
+    _FORFEIT.pack_into(_lease, _LEASE.size, lost_at.timestamp())
+    return lost_at
+
+
+def claim_forfeit(claimed_at: datetime | None) -> bool:
+    """Whether a claim of this worker's was made before it lost its broker connection."""
+    (forfeit_before,) = _FORFEIT.unpack_from(_lease, _LEASE.size)
+    return bool(WORKER_ID) and forfeit_before > 0 and (claimed_at is None or claimed_at.timestamp() < forfeit_before)
+
+
+def broker_lost_record(lost_at: datetime | None = None) -> None:
     """In the worker's main process, when its broker connection is lost and Celery has ended
     the tasks it was running (late acks: they cannot be acknowledged on the lost connection):
     say so in the database, so the reaper takes their cases back as soon as it runs (after the
@@ -145,8 +164,7 @@ def broker_lost_record() -> None:
 
     def record() -> None:
         try:
-            lost_at = timezone.now() + BROKER_LOSS_MARGIN
-            WorkerHeartbeat.objects.filter(name=WORKER_ID).update(broker_lost_at=lost_at)
+            WorkerHeartbeat.objects.filter(name=WORKER_ID).update(broker_lost_at=lost_at or broker_lost_mark())
         except Exception:  # the database is out of reach too: the claims' timeout still applies
             logger.warning("Could not record the lost broker connection", exc_info=True)
         finally:

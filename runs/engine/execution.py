@@ -99,6 +99,8 @@ def _claim_held(result: Result, token: str) -> bool:
     when the worker's lease is in doubt (evalsite/workers.py), as after a host was cut off from
     the network long enough for the reaper to hand its claims to other workers. A case it gave
     on is not asked about again here: its run's window counts the other worker's calls."""
+    if workers.claim_forfeit(result.claimed_at):
+        return False  # made before the worker lost its broker connection: Celery is ending the task
     if not workers.lease_doubtful(result.claimed_at):
         return True
     # Under the run row's lock, as the reaper takes claims back: a pass that listed this claim

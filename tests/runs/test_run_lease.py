@@ -26,6 +26,7 @@ def in_a_worker(monkeypatch, settings):
     monkeypatch.setattr(workers, "WORKER_ID", "evs-w2:1:lease")
     saved = bytes(workers._lease)
     _last_beat(0)  # as worker_start leaves it
+    workers._FORFEIT.pack_into(workers._lease, workers._LEASE.size, 0.0)
     yield settings.EVALSITE_WORKER_HEARTBEAT_TTL
     workers._lease[:] = saved
 
@@ -140,3 +141,17 @@ def test_a_claim_in_doubt_waits_for_a_reaper_pass_under_way_and_sees_what_it_did
     finally:
         release.set()
         reaper.join(10)
+
+
+def test_claims_made_before_the_broker_connection_was_lost_are_given_up_without_asking(
+    make_dataset, alice, no_llm, in_a_worker
+):
+    workers.beat_once()
+    dataset = make_dataset(1)
+    result = Result.objects.get(run=services.run_start(agent=dataset.agent, dataset=dataset, user=alice))
+    result.claimed_at = timezone.now()
+    workers.broker_lost_mark()  # Celery is about to end the task running this case
+    with CaptureQueriesContext(connection) as queries:
+        assert execution._claim_held(result, result.token) is False
+    assert len(queries) == 0
+    assert workers.claim_forfeit(timezone.now() + timedelta(seconds=5)) is False  # claimed after the reconnect
