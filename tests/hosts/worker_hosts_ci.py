@@ -212,7 +212,7 @@ def explain(result_ids: list[int], requests: list[Any]) -> None:
         log(f"  result {row}")
         for r in requests:
             if r.trace.get("case") == str(row["pk"]):
-                log(f"    {r.task} seq {r.seq_in}-{r.seq_out} at {r.time_in:.3f}-{r.time_out or 0:.3f} {r.status}")
+                log(f"    {r.task} from {r.peer} at {r.time_in:.3f}-{r.time_out or 0:.3f} {r.status}")
 
 
 def explain_peak(requests: list[Any]) -> None:
@@ -281,12 +281,12 @@ def scenario(name: str, stack: Stack, fake: FakeLLM, made: tuple[Any, list[Any],
     in_flight = set(held) & asked  # asked of the model already; the others were claimed ahead, not started
     measured = check(name, run_ids, fake, held, in_flight, cut, cut_at, first_start, span)
     if restored_at is not None:
-        check_restored(name, run_ids, fake, cut, held, restored_at)
+        check_restored(name, run_ids, fake, cut, held, restored_at, stack)
     return measured
 
 
 def check_restored(name: str, run_ids: list[int], fake: FakeLLM, cut: Host, held: dict[int, int],
-                   restored_at: float) -> None:  # fmt: skip
+                   restored_at: float, stack: Stack) -> None:  # fmt: skip
     """Back from the cut, the host asks the model nothing more about the cases it held, which
     other hosts finished meanwhile: its lanes check their claims first (runs/engine/execution.py)."""
     from runs.models import Result
@@ -300,6 +300,11 @@ def check_restored(name: str, run_ids: list[int], fake: FakeLLM, cut: Host, held
     if stale:
         for r in stale[:5]:
             log(f"  {r.task} case {r.trace.get('case')} in {r.time_in:.3f} ({r.time_in - restored_at:.1f} s after)")
+            explain([int(r.trace["case"])], fake.requests)
+            lines = stack.logs[cut.name].read_text(errors="replace").splitlines()
+            for line in [line for line in lines if f"'{r.trace['case']}'" in line or f"({r.trace['case']}," in line
+                         or f"Result {r.trace['case']} " in line][-8:]:  # fmt: skip
+                log(f"    {cut.name} log: {line[:220]}")
         raise HostsFailure(f"{name}: {cut.name} asked the model about {len(stale)} cases handed on during its cut")
 
 
