@@ -30,7 +30,7 @@ from accounts.api_schemas import (
 from accounts.forms import ApiTokenForm, MemberAddForm, MemberCreateForm, MemberRoleForm, TeamBudgetForm, TeamForm
 from accounts.models import ApiToken, Membership, Team
 from evalsite import llm
-from evalsite.api_errors import DetailOut, ValidationErrorOut, form_invalid, service_invalid
+from evalsite.api_errors import DetailOut, ValidationErrorOut, form_invalid, refusal, service_invalid
 from evalsite.http import ApiRequest
 from evalsite.idempotency import idempotency_header, idempotent_create
 
@@ -207,7 +207,7 @@ def member_role(request: ApiRequest, team_id: int, membership_id: int, payload: 
     try:
         services.membership_set_role(membership=membership, role=data["role"])
     except ValidationError as error:
-        return Status(409, {"detail": " ".join(error.messages)})
+        return refusal(409, error)
     return Status(200, membership)
 
 
@@ -226,7 +226,7 @@ def member_remove(request: ApiRequest, team_id: int, membership_id: int) -> Stat
     try:
         services.membership_remove(membership=membership)
     except ValidationError as error:
-        return Status(409, {"detail": " ".join(error.messages)})
+        return refusal(409, error)
     return Status(204, None)
 
 
@@ -305,7 +305,7 @@ def model_test(request: ApiRequest) -> Status[Any]:
 
     _in_a_team(request)
     if not llm.is_configured("llm"):
-        return Status(409, {"detail": "No model is configured: set EVALSITE_LLM_MODEL."})
+        return refusal(409, "No model is configured: set EVALSITE_LLM_MODEL.")
     model_test_start()
     return Status(202, _model_test())
 

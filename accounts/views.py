@@ -15,7 +15,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect, trigger_client_event
+from django_htmx.http import HTMX_STOP_POLLING, trigger_client_event
 
 from accounts import selectors, services
 from accounts.forms import (
@@ -38,7 +38,7 @@ from accounts.throttling import (
     throttle_message,
 )
 from evalsite import llm
-from evalsite.http import AuthedRequest, is_partial
+from evalsite.http import AuthedRequest, is_partial, navigate
 
 # ---- sign in / out -------------------------------------------------------------
 
@@ -218,9 +218,7 @@ def switch_team(request: AuthedRequest) -> HttpResponse:
     team = get_object_or_404(Team.objects.filter(memberships__user=request.user), pk=team_id)
     request.session[SESSION_KEY] = team.pk
     messages.success(request, f"Switched to {team.name}.")
-    if request.htmx:
-        return HttpResponseClientRedirect(reverse("agents:list"))
-    return redirect("agents:list")
+    return navigate(request, reverse("agents:list"))
 
 
 def _get_team_for_owner(request: AuthedRequest) -> Team:
@@ -313,7 +311,7 @@ def member_remove(request: AuthedRequest, membership_id: int) -> HttpResponse:
         request.session.pop(SESSION_KEY, None)
         messages.success(request, f"You left {membership.team.name}.")
         url = reverse("accounts:settings")
-        return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+        return navigate(request, url)
     return _done(request, "team_section", f"{membership.user.username} was removed from {membership.team.name}.")
 
 

@@ -29,7 +29,9 @@ from evalsite.api_errors import (
     BODY,
     DetailOut,
     ValidationErrorOut,
+    field_invalid,
     form_error_entries,
+    refusal,
     service_invalid,
 )
 from evalsite.http import ApiRequest
@@ -65,7 +67,7 @@ def _team(request: ApiRequest, team_id: int | None) -> Team:
     mine = list(teams[:2])
     if len(mine) != 1:
         message = "Choose a team (its id): you are in several." if mine else "Create a team first."
-        raise NinjaValidationError([{"type": "value_error", "loc": [*BODY, "team"], "msg": message}])
+        raise field_invalid("team", message)
     return mine[0]
 
 
@@ -242,7 +244,7 @@ def agent_delete(request: ApiRequest, agent_id: int) -> Status[Any]:
     try:
         services.agent_delete(agent=_agent(request, agent_id))
     except ValidationError as error:
-        return Status(409, {"detail": " ".join(error.messages)})
+        return refusal(409, error)
     return Status(204, None)
 
 
@@ -331,5 +333,5 @@ def version_rollback(
             load=lambda pk: agent.versions.filter(pk=pk).first(),
         )
     except ValidationError as error:
-        return Status(409, {"detail": " ".join(error.messages)})
+        return refusal(409, error)
     return Status(200 if replayed else 201, version_detail(request, agent_id, made.pk))

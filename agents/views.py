@@ -10,7 +10,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
+from django_htmx.http import trigger_client_event
 
 from agents import selectors, services
 from agents.adapters import split_passages
@@ -18,16 +18,11 @@ from agents.diff import MASK, version_diff
 from agents.forms import AgentEditor
 from agents.models import Agent, AgentVersion
 from evalsite import llm
-from evalsite.http import AuthedRequest, is_partial
+from evalsite.http import AuthedRequest, is_partial, navigate
 
 
 def _get_agent_for_user(request: AuthedRequest, agent_id: int) -> Agent:
     return selectors.agent_get_for_user(user=request.user, agent_id=agent_id)
-
-
-def _navigate(request: AuthedRequest, url: str) -> HttpResponse:
-    """Go to `url` after a successful POST, from a plain form or an htmx one."""
-    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 def _config_display(version: AgentVersion | None) -> dict[str, Any]:
@@ -96,7 +91,7 @@ def agent_create(request: AuthedRequest) -> HttpResponse:
             editor.form.add_error(None, error)
         else:
             messages.success(request, f"Agent “{agent.name}” created. Next: add a dataset of test cases.")
-            return _navigate(request, reverse("agents:detail", args=[agent.pk]))
+            return navigate(request, reverse("agents:detail", args=[agent.pk]))
     return _render_editor(request, editor, None)
 
 
@@ -149,7 +144,7 @@ def agent_edit(request: AuthedRequest, agent_id: int) -> HttpResponse:
                 messages.success(request, f"Saved as version {agent.current_version.number}.")  # type: ignore[union-attr]
             else:
                 messages.info(request, "Saved. The configuration did not change, so no new version was made.")
-            return _navigate(request, reverse("agents:detail", args=[agent.pk]))
+            return navigate(request, reverse("agents:detail", args=[agent.pk]))
     return _render_editor(request, editor, agent)
 
 
@@ -165,7 +160,7 @@ def agent_delete(request: AuthedRequest, agent_id: int) -> HttpResponse:
             error = " ".join(refused.messages)
         else:
             messages.success(request, f"Agent “{agent.name}” deleted.")
-            return _navigate(request, reverse("agents:list"))
+            return navigate(request, reverse("agents:list"))
     context = {"agent": agent, "evals": selectors.agent_eval_summary(agent=agent), "error": error}
     # htmx: the confirmation arrives as a dialog in the page's #dialog-slot.
     if is_partial(request):
@@ -230,4 +225,4 @@ def version_rollback(request: AuthedRequest, agent_id: int, version_id: int) -> 
     # agent_rollback always leaves a current version; the field itself is nullable.
     number = agent.current_version.number  # type: ignore[union-attr]
     messages.success(request, f"Rolled back to version {version.number}: saved as version {number}.")
-    return _navigate(request, url)
+    return navigate(request, url)

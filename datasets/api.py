@@ -24,7 +24,7 @@ from agents.selectors import agent_get_for_user
 from datasets import selectors, services
 from datasets.extraction.mapping import dataset_mapping_confirm, mapping_from_json
 from datasets.models import DEFAULT_PASS_THRESHOLD, Dataset, TestCase
-from evalsite.api_errors import ValidationErrorOut
+from evalsite.api_errors import ValidationErrorOut, refusal
 from evalsite.idempotency import idempotency_header, idempotent_create, loader
 from evalsite.paging import BoundedLimitOffsetPagination
 from evalsite.schemas import StrictSchema
@@ -397,7 +397,7 @@ def dataset_mapping(request: HttpRequest, agent_id: int, dataset_id: int, payloa
     """409 when the dataset is not waiting for a mapping (status other than "review")."""
     dataset = _dataset(request, agent_id, dataset_id)
     if dataset.status != Dataset.Status.REVIEW:
-        return Status(409, {"detail": f"This dataset is {dataset.status}, not waiting for a column mapping."})
+        return refusal(409, f"This dataset is {dataset.status}, not waiting for a column mapping.")
     try:
         chosen = None
         if payload.mapping is not None:

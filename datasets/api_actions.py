@@ -45,6 +45,7 @@ from datasets.models import Dataset, Document
 from datasets.upload_forms import DatasetUploadForm, DocumentUploadForm
 from datasets.view_helpers import install_upload_guard
 from evalsite import llm
+from evalsite.api_errors import refusal
 from evalsite.idempotency import idempotency_header, idempotent_create, loader, upload_body
 from evalsite.schemas import StrictSchema
 
@@ -115,7 +116,7 @@ def dataset_generate(
     Idempotency-Key answers 200 with the dataset the first request made; 409 without a model."""
     agent = _agent(request, agent_id)
     if not llm.is_configured("llm"):
-        return Status(409, {"detail": NO_MODEL_MESSAGE})
+        return refusal(409, NO_MODEL_MESSAGE)
 
     def create() -> Dataset:
         form = GenerateForm(payload.model_dump())
@@ -194,7 +195,7 @@ def dataset_mapping_cancel(request: HttpRequest, agent_id: int, dataset_id: int)
     try:
         mapping.dataset_upload_cancel(dataset=dataset)
     except ValidationError as exc:
-        return Status(409, {"detail": " ".join(exc.messages)})
+        return refusal(409, exc)
     return Status(200, {"message": f"Cancelled the upload of “{dataset.source_name}”. Nothing was created."})
 
 

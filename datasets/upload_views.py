@@ -18,7 +18,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect, trigger_client_event
+from django_htmx.http import HTMX_STOP_POLLING, trigger_client_event
 
 from agents.models import Agent
 from datasets import documents, preview_marks
@@ -33,7 +33,7 @@ from datasets.view_helpers import (
     needs_model,
     size_guarded,
 )
-from evalsite.http import AuthedRequest, is_partial
+from evalsite.http import AuthedRequest, is_partial, navigate
 
 
 def _get_document_for_user(
@@ -104,7 +104,7 @@ def dataset_upload(request: AuthedRequest, agent_id: int, guard: UploadSizeGuard
             add_service_errors(form, exc)
         else:
             url = reverse("datasets:detail", args=[agent.pk, dataset.pk])
-            return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+            return navigate(request, url)
     file_step = bool(request.htmx) and "file" in form.errors  # the file is wrong: choose another
     context = _new_context(agent, form, "upload", kept_file=_kept_file(request, form), file_step=file_step)
     template = "datasets/new.html#upload_form" if request.htmx else "datasets/new.html"

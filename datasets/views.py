@@ -47,7 +47,7 @@ from datasets.view_helpers import (
     toast,
     upload_data,
 )
-from evalsite.http import AuthedRequest, is_partial
+from evalsite.http import AuthedRequest, is_partial, navigate
 
 if TYPE_CHECKING:
     from datasets.selectors import DatasetWithCount
@@ -114,7 +114,7 @@ def dataset_create(request: AuthedRequest, agent_id: int, guard: UploadSizeGuard
         else:
             url = reverse("datasets:detail", args=[agent.pk, dataset.pk])
             messages.add_message(request, messages.WARNING if level == "warning" else messages.SUCCESS, message)
-            return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+            return navigate(request, url)
     context = {
         "agent": agent,
         "form": form,

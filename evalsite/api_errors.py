@@ -1,6 +1,7 @@
-"""The API's 422 from the pages' own validation: a Django form's errors, or a service's
-ValidationError, as django-ninja's `{"detail": [{loc, msg, type}]}`, so the API and the page
-refuse the same input with the same message, and clients handle one error format."""
+"""The API's refusals in the pages' own words. A 422 from the pages' validation: a Django form's
+errors, or a service's ValidationError, as django-ninja's `{"detail": [{loc, msg, type}]}`, so
+the API and the page refuse the same input with the same message, and clients handle one error
+format. Any other refusal (400, 409) is `{"detail": "<message>"}`: `refusal`."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from typing import Any
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.exceptions import ValidationError as DjangoValidationError
-from ninja import Schema
+from ninja import Schema, Status
 from ninja.errors import ValidationError as NinjaValidationError
+
+from evalsite.forms import form_messages
 
 BODY = ("body", "payload")
 
@@ -33,6 +36,17 @@ class ValidationErrorOut(Schema):
     detail: list[FieldError]
 
 
+def refusal(status: int, error: DjangoValidationError | str) -> Status[Any]:
+    """A refusal with one message (DetailOut): a service's ValidationError, its messages in one
+    line as the page shows them, or the message itself."""
+    return Status(status, {"detail": error if isinstance(error, str) else " ".join(error.messages)})
+
+
+def form_refusal(status: int, form: forms.BaseForm) -> Status[Any]:
+    """A bound, invalid form refused as `refusal` does: its messages in one line."""
+    return refusal(status, " ".join(form_messages(form)))
+
+
 def _entries(loc: tuple[str | int, ...], messages: Any) -> list[dict[str, Any]]:
     return [{"type": "value_error", "loc": list(loc), "msg": str(message)} for message in messages]
 
@@ -46,6 +60,11 @@ def form_error_entries(
         where = loc if name == NON_FIELD_ERRORS else (*loc, (names or {}).get(name, name))
         entries += _entries(where, messages)
     return entries
+
+
+def field_invalid(name: str, message: str) -> NinjaValidationError:
+    """A 422 about one field of the body, located as django-ninja locates its own."""
+    return NinjaValidationError(_entries((*BODY, name), [message]))
 
 
 def form_invalid(form: forms.BaseForm, *, names: dict[str, str] | None = None) -> NinjaValidationError:

@@ -12,3 +12,9 @@ def optional_textarea(rows: int, **kwargs: Any) -> forms.CharField:
     shows only what sets it apart (its help text, sometimes a label).
     """
     return forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": rows}), **kwargs)
+
+
+def form_messages(form: forms.BaseForm) -> list[str]:
+    """Every message of a bound, invalid form, field after field: for a refusal said in one
+    line (a toast, an API's `detail`) rather than beside each field."""
+    return [str(message) for messages in form.errors.values() for message in messages]

@@ -15,14 +15,13 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
-from ninja.errors import ValidationError as NinjaValidationError
 from ninja.pagination import paginate
 
 from agents.models import Agent
 from agents.selectors import agent_get_for_user
 from datasets.api import ItemOut
 from datasets.models import Dataset, TestCase
-from evalsite.api_errors import BODY, DetailOut, ValidationErrorOut, form_invalid, service_invalid
+from evalsite.api_errors import DetailOut, ValidationErrorOut, field_invalid, form_invalid, refusal, service_invalid
 from evalsite.http import ApiRequest
 from evalsite.idempotency import idempotency_header, idempotent_create
 from evalsite.paging import BoundedLimitOffsetPagination
@@ -113,8 +112,7 @@ def exchange_send(
     if payload.version is not None:
         version_pk = agent.versions.filter(number=payload.version).values_list("pk", flat=True).first()
         if version_pk is None:
-            message = f"This agent has no version {payload.version}."
-            raise NinjaValidationError([{"type": "value_error", "loc": [*BODY, "version"], "msg": message}])
+            raise field_invalid("version", f"This agent has no version {payload.version}.")
     data = {"message": payload.message, "chat": str(payload.chat or ""), "version": str(version_pk or "")}
     form = MessageForm(data, agent=agent)
     if not form.is_valid():
@@ -200,7 +198,7 @@ def exchange_save_case(
     if not form.is_valid():
         raise form_invalid(form)
     if exchange.status != Exchange.Status.DONE:
-        return Status(409, {"detail": "Only an answered message can become a test case."})
+        return refusal(409, "Only an answered message can become a test case.")
     cleaned = form.cleaned_data
     dataset = next(d for d in datasets if d.pk == cleaned["dataset"])
 

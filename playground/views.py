@@ -15,7 +15,7 @@ from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
+from django_htmx.http import HTMX_STOP_POLLING
 
 from agents.models import Agent, AgentVersion
 from agents.selectors import agent_get_for_user
@@ -23,7 +23,7 @@ from datasets.documents import download_response
 from datasets.models import Dataset, Document
 from datasets.upload_forms import UploadSizeGuard
 from datasets.view_helpers import add_service_errors, size_guarded
-from evalsite.http import AuthedRequest
+from evalsite.http import AuthedRequest, document_link_refused, navigate
 from playground import services
 from playground.forms import MessageForm, SaveCaseForm
 from playground.models import Exchange
@@ -179,7 +179,7 @@ def save_case(request: AuthedRequest, agent_id: int, exchange_id: int) -> HttpRe
             else:
                 messages.success(request, f"Saved as test case #{case.position + 1} of “{case.dataset.name}”.")
                 url = f"{reverse('playground:page', args=[agent.pk])}?chat={exchange.chat}"
-                return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+                return navigate(request, url)
     else:
         form = SaveCaseForm(
             datasets=datasets,
@@ -208,10 +208,8 @@ def document_signed(request: AuthedRequest, agent_id: int, signed: str) -> HttpR
     """A playground attachment for an HTTP agent: no login, a signed link that expires and names its exchange."""
     try:
         claims = services.document_token_load(signed)
-    except signing.SignatureExpired:
-        return HttpResponse("This document link has expired.", status=410, content_type="text/plain")
-    except signing.BadSignature:
-        return HttpResponse("This document link is not valid.", status=403, content_type="text/plain")
+    except signing.BadSignature as error:
+        return document_link_refused(error)
     document = Document.objects.filter(
         pk=claims["d"], playground_exchanges__pk=claims["e"], playground_exchanges__agent_id=agent_id
     ).first()

@@ -14,19 +14,17 @@ from ninja import Field, Query, Router, Schema, Status
 from ninja.pagination import paginate
 
 from agents.selectors import agent_get_for_user
+from evalsite.api_errors import refusal
 from evalsite.http import ApiRequest
 from evalsite.paging import BoundedLimitOffsetPagination
 from evalsite.schemas import StrictSchema
 from reviews import queue, selectors, services
 from reviews.models import Review
+from runs.api_schemas import ErrorOut
 from runs.models import Result
 from runs.selectors import run_get_for_user
 
 router = Router(tags=["reviews"])
-
-
-class ErrorOut(Schema):
-    detail: str
 
 
 class ReviewIn(StrictSchema):
@@ -147,7 +145,7 @@ def review_post(request: ApiRequest, run_id: int, result_id: int, payload: Revie
             note=payload.note,
         )
     except ValidationError as error:
-        return Status(400, {"detail": " ".join(error.messages)})
+        return refusal(400, error)
     return Status(200 if existed else 201, review)
 
 

@@ -11,12 +11,13 @@ from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
 
+from evalsite.api_errors import refusal
 from evalsite.http import ApiRequest
 from evalsite.schemas import StrictSchema
 from reviews import services
-from reviews.api import ErrorOut
 from reviews.forms import CaseCorrectionForm
 from reviews.models import CaseEdit
+from runs.api_schemas import ErrorOut
 from runs.models import Result
 from runs.selectors import run_get_for_user
 
@@ -59,7 +60,7 @@ def result_case_correct(request: ApiRequest, run_id: int, result_id: int, payloa
     try:
         case = services.case_correct(result=result, user=request.user, **form.cleaned_data)
     except ValidationError as error:
-        return Status(400, {"detail": " ".join(error.messages)})
+        return refusal(400, error)
     body = {
         "case_id": case.pk,
         "dataset_id": case.dataset_id,

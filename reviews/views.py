@@ -17,6 +17,7 @@ from django_htmx.http import trigger_client_event
 
 from agents.models import Agent
 from agents.selectors import agent_get_for_user
+from evalsite.forms import form_messages
 from evalsite.http import AuthedRequest
 from reviews import charts, queue, selectors, services
 from reviews.forms import AgreementFilterForm, CaseCorrectionForm, QueueFilterForm, ReviewForm
@@ -121,7 +122,7 @@ def review(request: AuthedRequest, agent_id: int, run_id: int, result_id: int) -
     form = ReviewForm(request.POST)
     try:
         if not form.is_valid():
-            raise ValidationError([message for errors in form.errors.values() for message in errors])
+            raise ValidationError(form_messages(form))
         services.review_save(result=result, reviewer=request.user, **form.review_fields())
     except ValidationError as error:
         return _refused(request, agent, result, " ".join(error.messages))

@@ -15,11 +15,12 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from ninja import Header, Query, Router, Status
-from ninja.errors import ValidationError as NinjaValidationError
 from ninja.pagination import paginate
 
+from agents.models import Agent
 from agents.selectors import agent_get_for_user
 from datasets.models import Dataset
+from evalsite.api_errors import field_invalid, form_refusal, refusal
 from evalsite.http import ApiRequest
 from evalsite.paging import BoundedLimitOffsetPagination
 from runs import selectors, services
@@ -40,10 +41,10 @@ from runs.api_schemas import (
 )
 from runs.comparing import comparison
 from runs.engine import estimate
+from runs.export_views import EXPORTS, export_response
 from runs.forms import CompareForm
 from runs.judging import configs as judging
 from runs.models import JudgeConfig, Run
-from runs.reports import exporters, xlsx_export
 from runs.services import preflight as judge_preflight
 
 router = Router(tags=["runs"])
@@ -61,19 +62,14 @@ def _run(request: ApiRequest, run_id: int) -> Run:
     return selectors.run_get_for_user(user=request.user, run_id=run_id)
 
 
+def _dataset(request: ApiRequest, agent_id: int, dataset_id: int) -> tuple[Agent, Dataset]:
+    agent = agent_get_for_user(user=request.user, agent_id=agent_id)
+    return agent, get_object_or_404(Dataset, pk=dataset_id, agent=agent)
+
+
 def _fresh(request: ApiRequest, run: Run) -> Status[Any]:
     """The run as RunOut, 200 for a replayed request key, 201 for a new run."""
     return Status(200 if run.replayed else 201, _run(request, run.pk))
-
-
-# (function, content type, extension) per export format.
-EXPORTS: dict[str, tuple[Any, str]] = {
-    "json": (exporters.run_export_json, "application/json"),
-    # A byte-order mark, so spreadsheet programs read the file as UTF-8 (as the page's export).
-    "csv": (lambda run: "\ufeff" + exporters.run_export_csv(run), "text/csv; charset=utf-8"),
-    "xlsx": (xlsx_export.run_export_xlsx, "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
-    "html": (exporters.run_export_html, "text/html; charset=utf-8"),
-}
 
 
 # ---- start, list, read ---------------------------------------------------------------------
@@ -102,8 +98,7 @@ def run_start(
     set (the items are in `preflight`); start with `allow_failed_preflight` to run it
     anyway, marked `judge_failed_preflight`.
     """
-    agent = agent_get_for_user(user=request.user, agent_id=agent_id)
-    dataset = get_object_or_404(Dataset, pk=dataset_id, agent=agent)
+    agent, dataset = _dataset(request, agent_id, dataset_id)
     key = (payload.request_key if payload else "") or idempotency_key
     allow = payload.allow_failed_preflight if payload else False
     try:
@@ -120,7 +115,7 @@ def run_start(
             return _preflight_refused(dataset, error)
         # 422 when the agent cannot answer at all (e.g. an llm agent with no model).
         code = 422 if getattr(error, "code", None) == services.AGENT_NOT_RUNNABLE else 400
-        return Status(code, {"detail": " ".join(error.messages)})
+        return refusal(code, error)
     return _fresh(request, run)
 
 
@@ -144,8 +139,7 @@ def _preflight_refused(dataset: Dataset, error: ValidationError) -> Status[Any]:
     summary="A dataset's judge configurations, newest first (each change of its scoring settings makes one)",
 )
 def judge_config_list(request: ApiRequest, agent_id: int, dataset_id: int) -> Any:
-    agent = agent_get_for_user(user=request.user, agent_id=agent_id)
-    dataset = get_object_or_404(Dataset, pk=dataset_id, agent=agent)
+    agent, dataset = _dataset(request, agent_id, dataset_id)
     return JudgeConfig.objects.filter(dataset=dataset).order_by("-number")
 
 
@@ -158,8 +152,7 @@ def run_estimate(request: ApiRequest, agent_id: int, dataset_id: int) -> Any:
     """The Run Evaluation dialog's estimate: per kind of call (agent, judge, re-asks near the line,
     user simulator, paraphrases) a range and its basis, from the earlier runs of this dataset and
     agent version and of the judge configuration the run would use, else from the prompts' size."""
-    agent = agent_get_for_user(user=request.user, agent_id=agent_id)
-    dataset = get_object_or_404(Dataset, pk=dataset_id, agent=agent)
+    agent, dataset = _dataset(request, agent_id, dataset_id)
     return estimate.run_estimate(agent=agent, dataset=dataset, concurrency=settings.EVALSITE_RUN_CONCURRENCY)
 
 
@@ -194,10 +187,10 @@ def run_compare(request: ApiRequest, run_id: int, baseline_id: int) -> Status[An
     the agent changed between them."""
     run, baseline = _run(request, run_id), _run(request, baseline_id)
     if run.agent_id != baseline.agent_id:
-        return Status(400, {"detail": "Pick two runs of the same agent."})
+        return refusal(400, "Pick two runs of the same agent.")
     form = CompareForm({"a": baseline.pk, "b": run.pk}, agent=run.agent)
     if not form.is_valid():
-        return Status(400, {"detail": " ".join(str(m) for messages in form.errors.values() for m in messages)})
+        return form_refusal(400, form)
     return Status(200, comparison.run_compare(a=form.cleaned_data["a"], b=form.cleaned_data["b"]))
 
 
@@ -246,7 +239,7 @@ def run_stop(request: ApiRequest, run_id: int) -> Status[Any]:
     try:
         services.run_stop(run=run)
     except ValidationError as error:
-        return Status(409, {"detail": " ".join(error.messages)})
+        return refusal(409, error)
     return Status(200, _run(request, run_id))
 
 
@@ -271,13 +264,12 @@ def run_rerun(
     if payload.version is not None:
         version = run.agent.versions.filter(number=payload.version).first()
         if version is None:
-            message = f"This agent has no version {payload.version}."
-            raise NinjaValidationError([{"type": "value_error", "loc": ["body", "payload", "version"], "msg": message}])
+            raise field_invalid("version", f"This agent has no version {payload.version}.")
     key = payload.request_key or idempotency_key
     try:
         child = services.run_rerun(run=run, user=request.user, request_key=key, version=version)
     except ValidationError as error:
-        return Status(400, {"detail": " ".join(error.messages)})
+        return refusal(400, error)
     return _fresh(request, child)
 
 
@@ -310,28 +302,24 @@ def run_rescore(
         )
         if config is None:
             message = f"This run's dataset has no judge configuration v{payload.judge_config}."
-            raise NinjaValidationError(
-                [{"type": "value_error", "loc": ["body", "payload", "judge_config"], "msg": message}]
-            )
+            raise field_invalid("judge_config", message)
     key = payload.request_key or idempotency_key
     try:
         child = services.run_rescore(run=run, user=request.user, request_key=key, judge_config=config)
     except ValidationError as error:
-        return Status(400, {"detail": " ".join(error.messages)})
+        return refusal(400, error)
     return _fresh(request, child)
 
 
 # ---- exports ---------------------------------------------------------------------------------
 
 
-def _export_operation(fmt: str, make: Any, content_type: str) -> None:
-    """GET /runs/{run_id}/export/<fmt>: the file the run page's Export menu downloads."""
+def _export_operation(fmt: str, content_type: str) -> None:
+    """GET /runs/{run_id}/export/<fmt>: the file the run page's Export menu downloads (its links
+    start with SITE_URL)."""
 
     def run_export(request: ApiRequest, run_id: int) -> HttpResponse:
-        run = _run(request, run_id)
-        response = HttpResponse(make(run), content_type=content_type)
-        response["Content-Disposition"] = f'attachment; filename="{exporters.export_filename(run, fmt)}"'
-        return response
+        return export_response(_run(request, run_id), fmt, site=None)
 
     router.add_api_operation(
         f"/runs/{{run_id}}/export/{fmt}",
@@ -347,5 +335,5 @@ def _export_operation(fmt: str, make: Any, content_type: str) -> None:
     )
 
 
-for _fmt, (_make, _content_type) in EXPORTS.items():
-    _export_operation(_fmt, _make, _content_type)
+for _fmt, (_, _content_type) in EXPORTS.items():
+    _export_operation(_fmt, _content_type)

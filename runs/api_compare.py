@@ -12,6 +12,7 @@ from django.http import QueryDict
 from ninja import Field, Query, Router, Schema, Status
 
 from agents.selectors import agent_get_for_user
+from evalsite.api_errors import form_refusal, refusal
 from evalsite.http import ApiRequest
 from evalsite.schemas import Id
 from runs import selectors, services
@@ -111,7 +112,7 @@ def run_compare_matrix(request: ApiRequest, agent_id: int, runs: list[Id] = RUNS
     data.setlist("runs", [str(pk) for pk in runs])
     form = MatrixForm(data, agent=agent)
     if not form.is_valid():
-        return Status(400, {"detail": " ".join(str(m) for errors in form.errors.values() for m in errors)})
+        return form_refusal(400, form)
     matrix = run_matrix(runs=form.cleaned_data["runs"])
     columns = [
         {
@@ -219,7 +220,7 @@ def run_baseline_pin(request: ApiRequest, run_id: int) -> Status[Any]:
     try:
         services.dataset_baseline_pin(run=run, user=request.user)
     except ValidationError as error:
-        return Status(400, {"detail": " ".join(error.messages)})
+        return refusal(400, error)
     return Status(200, _baseline(run.dataset_id))
 
 

@@ -17,13 +17,14 @@ from django.shortcuts import get_object_or_404
 from ninja import Field, Query, Router, Schema, Status
 
 from agents.models import Agent, AgentVersion
-from agents.selectors import agent_get_for_user
 from datasets.coverage import latest_rule_map, rule_map_adopt, rule_map_start
 from datasets.generation.services import dataset_generate_more
 from datasets.models import Dataset, RuleMap
+from evalsite.api_errors import refusal
 from evalsite.http import ApiRequest
 from evalsite.idempotency import idempotency_header, idempotent_create, loader
 from evalsite.schemas import StrictSchema
+from runs.api import _dataset
 from runs.api_schemas import ErrorOut, JudgeConfigOut
 from runs.judging import configs as judging
 from runs.models import Run
@@ -102,15 +103,6 @@ class JudgePreflightOut(Schema):
     preflight: dict[str, Any] = Field(description="Its preflight: status, reasons, items, cost ({} if none)")
 
 
-def _error(error: ValidationError | str) -> Status[Any]:
-    return Status(400, {"detail": error if isinstance(error, str) else " ".join(error.messages)})
-
-
-def _dataset(request: ApiRequest, agent_id: int, dataset_id: int) -> tuple[Agent, Dataset]:
-    agent = agent_get_for_user(user=request.user, agent_id=agent_id)
-    return agent, get_object_or_404(Dataset, pk=dataset_id, agent=agent)
-
-
 def _version(agent: Agent, number: int | None) -> AgentVersion:
     """The version numbered `number`, else the current one; 404 when there is none."""
     if number is None:
@@ -121,6 +113,14 @@ def _version(agent: Agent, number: int | None) -> AgentVersion:
         raise Http404("The agent has no such version")  # as the page
     version.agent = agent
     return version
+
+
+def _dataset_version(
+    request: ApiRequest, agent_id: int, dataset_id: int, number: int | None
+) -> tuple[Dataset, AgentVersion]:
+    """The dataset, and the version of its agent numbered `number` (else the current one)."""
+    agent, dataset = _dataset(request, agent_id, dataset_id)
+    return dataset, _version(agent, number)
 
 
 def _rule_map(rule_map: RuleMap) -> dict[str, Any]:
@@ -176,8 +176,7 @@ def coverage_read(
 ) -> dict[str, Any]:
     """The coverage page: per rule of the version, the cases that test it and their verdicts (of
     `run`, else each case's latest), rules changed since the version before, and the map in use."""
-    agent, dataset = _dataset(request, agent_id, dataset_id)
-    chosen = _version(agent, version)
+    dataset, chosen = _dataset_version(request, agent_id, dataset_id, version)
     shown = Run.objects.filter(pk=run, dataset=dataset, agent_version=chosen).first() if run else None
     return _coverage(dataset, coverage_view(dataset=dataset, version=chosen, run=shown))
 
@@ -193,8 +192,7 @@ def coverage_map(
 ) -> Status[Any]:
     """202 with the map (queued); a map already under way is answered instead of a second one,
     and so is the first map of a replayed Idempotency-Key (200). Poll the coverage's rule_map."""
-    agent, dataset = _dataset(request, agent_id, dataset_id)
-    version = _version(agent, payload.version)
+    dataset, version = _dataset_version(request, agent_id, dataset_id, payload.version)
     try:
         rule_map, replayed = idempotent_create(
             user=request.user,
@@ -205,7 +203,7 @@ def coverage_map(
             create=lambda: rule_map_start(dataset=dataset, version=version, user=request.user),
         )
     except ValidationError as error:
-        return _error(error)
+        return refusal(400, error)
     return Status(200 if replayed else 202, _rule_map(rule_map))
 
 
@@ -216,19 +214,18 @@ def coverage_map(
     summary="Use the model's map that was kept as a proposal",
 )
 def coverage_adopt(request: ApiRequest, agent_id: int, dataset_id: int, payload: AdoptIn) -> Status[Any]:
-    agent, dataset = _dataset(request, agent_id, dataset_id)
-    version = _version(agent, payload.version)
+    dataset, version = _dataset_version(request, agent_id, dataset_id, payload.version)
     if payload.map is not None:
         rule_map = get_object_or_404(RuleMap, pk=payload.map, dataset=dataset, version=version)
     else:
         proposal = latest_rule_map(dataset=dataset, version=version, done=True)
         if proposal is None or not proposal.is_proposal:
-            return Status(409, {"detail": "There is no proposed map of this version to use."})
+            return refusal(409, "There is no proposed map of this version to use.")
         rule_map = proposal
     try:
         rule_map_adopt(rule_map=rule_map)
     except ValidationError as error:
-        return _error(error)
+        return refusal(400, error)
     return Status(200, _rule_map(rule_map))
 
 
@@ -243,8 +240,7 @@ def coverage_generate(
 ) -> Status[Any]:
     """202; the dataset is extracting until the cases are written. A replayed Idempotency-Key
     answers 200 without writing more."""
-    agent, dataset = _dataset(request, agent_id, dataset_id)
-    version = _version(agent, payload.version)
+    dataset, version = _dataset_version(request, agent_id, dataset_id, payload.version)
     rules = coverage_view(dataset=dataset, version=version).uncovered
     try:
         dataset, replayed = idempotent_create(
@@ -256,7 +252,7 @@ def coverage_generate(
             create=lambda: dataset_generate_more(dataset=dataset, user=request.user, rules=rules, count=payload.count),
         )
     except ValidationError as error:
-        return _error(error)
+        return refusal(400, error)
     message = f"Writing {payload.count} test case(s) for {len(rules)} uncovered rule{'s' * (len(rules) != 1)}."
     body = {"dataset_id": dataset.pk, "status": dataset.status, "rules": len(rules), "message": message}
     return Status(200 if replayed else 202, body)

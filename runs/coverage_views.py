@@ -6,10 +6,10 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
+from django_htmx.http import HTMX_STOP_POLLING
 
 from agents.models import Agent, AgentVersion
 from agents.selectors import agent_get_for_user
@@ -18,26 +18,26 @@ from datasets.generation.services import MAX_CASES, dataset_generate_more
 from datasets.models import Dataset, RuleMap
 from datasets.selectors import dataset_get
 from evalsite import llm
-from evalsite.http import AuthedRequest
+from evalsite.http import AuthedRequest, navigate
 from runs.models import Run
 from runs.reports.coverage import coverage_summary, coverage_view
 
 
-def _get_dataset_for_user(request: AuthedRequest, agent_id: int, dataset_id: int) -> tuple[Agent, Dataset]:
+def _get_dataset_for_user(
+    request: AuthedRequest, agent_id: int, dataset_id: int
+) -> tuple[Agent, Dataset, AgentVersion]:
+    """The agent, its dataset, and the version whose rules are shown (`version`, a pk in the
+    query or the form; else the current one)."""
     agent = agent_get_for_user(user=request.user, agent_id=agent_id)
     dataset = dataset_get(agent=agent, dataset_id=dataset_id)
     if dataset is None:
         raise Http404("No such dataset")
-    return agent, dataset
-
-
-def _version(request: AuthedRequest, agent: Agent) -> AgentVersion:
     raw = request.GET.get("version") or request.POST.get("version") or ""
     version = agent.versions.filter(pk=int(raw)).first() if raw.isdigit() else agent.current_version
     if version is None:
         raise Http404("The agent has no version")
     version.agent = agent
-    return version
+    return agent, dataset, version
 
 
 def _run(request: AuthedRequest, dataset: Dataset, version: AgentVersion) -> Run | None:
@@ -54,8 +54,7 @@ def _page_url(agent: Agent, dataset: Dataset, version: AgentVersion) -> str:
 @login_required
 @require_GET
 def coverage_page(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
-    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
-    version = _version(request, agent)
+    agent, dataset, version = _get_dataset_for_user(request, agent_id, dataset_id)
     view = coverage_view(dataset=dataset, version=version, run=_run(request, dataset, version))
     context = {
         "agent": agent,
@@ -81,24 +80,21 @@ def coverage_page(request: AuthedRequest, agent_id: int, dataset_id: int) -> Htt
 @require_POST
 def coverage_map(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
     """Start the model's map of cases to rules (a worker job; the page polls it)."""
-    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
-    version = _version(request, agent)
+    agent, dataset, version = _get_dataset_for_user(request, agent_id, dataset_id)
     try:
         rule_map_start(dataset=dataset, version=version, user=request.user)
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
     else:
         messages.success(request, "Mapping the cases to the rules with the model. This page updates when it is done.")
-    url = _page_url(agent, dataset, version)
-    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    return navigate(request, _page_url(agent, dataset, version))
 
 
 @login_required
 @require_POST
 def coverage_adopt(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
     """Use the model's map that was kept as a proposal because it ties fewer rules than the word map."""
-    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
-    version = _version(request, agent)
+    agent, dataset, version = _get_dataset_for_user(request, agent_id, dataset_id)
     raw = request.POST.get("map", "")
     rule_map = RuleMap.objects.filter(pk=int(raw), dataset=dataset, version=version).first() if raw.isdigit() else None
     if rule_map is None:
@@ -109,16 +105,14 @@ def coverage_adopt(request: AuthedRequest, agent_id: int, dataset_id: int) -> Ht
         messages.error(request, " ".join(error.messages))
     else:
         messages.success(request, "The model's map is used for this version's coverage now.")
-    url = _page_url(agent, dataset, version)
-    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    return navigate(request, _page_url(agent, dataset, version))
 
 
 @login_required
 @require_POST
 def coverage_generate(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpResponse:
     """Generate cases for the rules no case tests yet, appended to this dataset."""
-    agent, dataset = _get_dataset_for_user(request, agent_id, dataset_id)
-    version = _version(request, agent)
+    agent, dataset, version = _get_dataset_for_user(request, agent_id, dataset_id)
     view = coverage_view(dataset=dataset, version=version)
     raw = request.POST.get("count", "")
     try:
@@ -130,5 +124,4 @@ def coverage_generate(request: AuthedRequest, agent_id: int, dataset_id: int) ->
     else:
         rules = len(view.uncovered)
         messages.success(request, f"Writing {raw} test case(s) for {rules} uncovered rule{'s' * (rules != 1)}.")
-    url = _page_url(agent, dataset, version)
-    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    return navigate(request, _page_url(agent, dataset, version))

@@ -17,14 +17,15 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect, push_url, trigger_client_event
+from django_htmx.http import HTMX_STOP_POLLING, push_url, trigger_client_event
 
 from agents.models import Agent
 from agents.selectors import agent_get_for_user, agent_run_blocker
 from datasets.models import Dataset
 from datasets.selectors import dataset_run_blocker
 from evalsite import paging
-from evalsite.http import AuthedRequest, is_partial
+from evalsite.forms import form_messages
+from evalsite.http import AuthedRequest, is_partial, navigate
 from runs import run_page, selectors, services
 from runs.comparing import comparison, history
 from runs.comparing.baseline import baseline_box_get
@@ -53,10 +54,6 @@ def _get_run_for_user(
 ) -> tuple[Agent, Run]:
     run = selectors.run_get_with_agent(user=request.user, agent_id=agent_id, run_id=run_id, with_baseline=with_baseline)
     return run.agent, run
-
-
-def _navigate(request: AuthedRequest, url: str) -> HttpResponse:
-    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 def _error(request: AuthedRequest, error: ValidationError, fallback: str) -> HttpResponse:
@@ -104,7 +101,7 @@ def run_start(request: AuthedRequest, agent_id: int, dataset_id: int) -> HttpRes
             return _start_dialog(request, agent, dataset, form)
         return _error(request, error, reverse("datasets:detail", args=[agent.pk, dataset.pk]))
     messages.success(request, "Evaluation run started")
-    return _navigate(request, reverse("runs:detail", args=[agent.pk, run.pk]))
+    return navigate(request, reverse("runs:detail", args=[agent.pk, run.pk]))
 
 
 def _start_dialog(request: AuthedRequest, agent: Agent, dataset: Dataset, form: RunStartForm) -> HttpResponse:
@@ -155,7 +152,7 @@ def run_stop(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse
         messages.info(request, " ".join(error.messages))
     else:
         messages.success(request, "Run stopped. Finished results are kept.")
-    return _navigate(request, reverse("runs:detail", args=[agent.pk, run.pk]))
+    return navigate(request, reverse("runs:detail", args=[agent.pk, run.pk]))
 
 
 @login_required
@@ -172,7 +169,7 @@ def run_baseline(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResp
             messages.success(request, f"Run #{run.pk} is now the baseline of “{run.dataset_name}”.")
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
-    return _navigate(request, reverse("runs:detail", args=[agent.pk, run.pk]) + "?tab=baseline#baseline")
+    return navigate(request, reverse("runs:detail", args=[agent.pk, run.pk]) + "?tab=baseline#baseline")
 
 
 @login_required
@@ -196,7 +193,7 @@ def run_rerun(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespons
     messages.success(
         request, f"Re-run started: {cases} failed or errored case{'s' if cases != 1 else ''} of run #{run.pk}."
     )
-    return _navigate(request, reverse("runs:detail", args=[agent.pk, child.pk]))
+    return navigate(request, reverse("runs:detail", args=[agent.pk, child.pk]))
 
 
 @login_required
@@ -206,7 +203,7 @@ def run_rescore(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespo
     run_url = reverse("runs:detail", args=[agent.pk, run.pk])
     form = RescoreForm(request.POST, run=run)
     if not form.is_valid():
-        return _error(request, ValidationError([str(m) for errors in form.errors.values() for m in errors]), run_url)
+        return _error(request, ValidationError(form_messages(form)), run_url)
     try:
         child = services.run_rescore(
             run=run,
@@ -217,7 +214,7 @@ def run_rescore(request: AuthedRequest, agent_id: int, run_id: int) -> HttpRespo
     except ValidationError as error:
         return _error(request, error, run_url)
     messages.success(request, f"Re-score started: the answers of run #{run.pk} are being judged again.")
-    return _navigate(request, reverse("runs:detail", args=[agent.pk, child.pk]))
+    return navigate(request, reverse("runs:detail", args=[agent.pk, child.pk]))
 
 
 # ---- the runs tab -----------------------------------------------------------------------

@@ -9,7 +9,6 @@ Versions are named by their number, as on the pages.
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.forms import Form
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from ninja import Router, Status
@@ -18,6 +17,8 @@ from agents.diff import LABELS
 from agents.models import Agent, AgentVersion
 from agents.services import KIND_FIELDS
 from evalsite import llm
+from evalsite.api_errors import form_refusal, refusal
+from evalsite.forms import form_messages
 from evalsite.http import ApiRequest
 from evalsite.idempotency import idempotency_header, idempotent_create, loader
 from runs.api_schemas import ErrorOut, RunOut
@@ -55,14 +56,6 @@ def _run(request: ApiRequest, run_id: int) -> Run:
     return run_get_for_user(user=request.user, run_id=run_id)
 
 
-def _error(code: int, error: ValidationError | str) -> Status[Any]:
-    return Status(code, {"detail": error if isinstance(error, str) else " ".join(error.messages)})
-
-
-def _form_errors(form: Form) -> str:
-    return " ".join(str(message) for messages in form.errors.values() for message in messages)
-
-
 def _suggestion(item: Suggestion) -> dict[str, Any]:
     return {
         "id": item.pk,
@@ -84,8 +77,8 @@ def _proposed(run: Run) -> list[Suggestion]:
 
 def _nothing_to_apply(run: Run) -> Status[Any]:
     if run.suggestions.exists():
-        return _error(409, "Every suggestion of this run has been applied.")
-    return _error(409, "This run has no suggestions to apply.")
+        return refusal(409, "Every suggestion of this run has been applied.")
+    return refusal(409, "This run has no suggestions to apply.")
 
 
 # ---- the panel and the suggestion job ------------------------------------------------------
@@ -119,7 +112,7 @@ def suggestion_generate(request: ApiRequest, run_id: int) -> Status[Any]:
     try:
         generation = services.suggestion_generation_start(run=run, user=request.user)
     except ValidationError as error:
-        return _error(400, error)
+        return refusal(400, error)
     return Status(202, generation)
 
 
@@ -159,7 +152,7 @@ def _chosen(run: Run, payload: ApplyIn) -> list[Suggestion]:
         )
     formset = edit_formset(suggestions=suggestions, data=_edit_data(suggestions, payload))
     if not formset.is_valid():
-        problems = [str(m) for form in formset.forms for errors in form.errors.values() for m in errors]
+        problems = [message for form in formset.forms for message in form_messages(form)]
         raise ValidationError(" ".join([*problems, *[str(m) for m in formset.non_form_errors()]]))
     return services.suggestion_edits_validate(run=run, edits=formset.edits())
 
@@ -238,7 +231,7 @@ def suggestion_apply(
         chosen = _chosen(run, payload)
         preview = services.suggestion_rewrite_preview(run=run, suggestions=chosen)
     except ValidationError as error:
-        return _error(400, error)
+        return refusal(400, error)
     texts = {name: proposed for name, (_current, proposed) in preview.items()}
     return Status(200, _review(run, chosen, run.agent.current_version, texts))
 
@@ -270,7 +263,7 @@ def suggestion_apply_job_action(
     run, job = _rewrite_job(request, run_id, job_id)
     form = RewriteActionForm({"action": payload.action, "field": payload.field})
     if not form.is_valid():
-        return _error(400, _form_errors(form))
+        return form_refusal(400, form)
     action, field = form.cleaned_data["action"], form.cleaned_data["field"] or None
     try:
         if action == RewriteActionForm.CANCEL:
@@ -280,7 +273,7 @@ def suggestion_apply_job_action(
         else:
             rewrite.rewrite_field_keep(job=job, field=field or "")
     except ValidationError as error:
-        return _error(400, error)
+        return refusal(400, error)
     return Status(200, _job(*_rewrite_job(request, run_id, job_id)))
 
 
@@ -290,10 +283,14 @@ def _review_data(run: Run, payload: ConfirmIn | DiffIn) -> dict[str, Any]:
     return {"suggestions": payload.suggestions, "base_version": base.pk if base else ""}
 
 
-def _confirm_form(run: Run, payload: ConfirmIn) -> ApplyConfirmForm:
+def _confirmed(run: Run, payload: ConfirmIn) -> ApplyConfirmForm:
+    """Step 2's final texts, validated by the dialog's form (its messages make one refusal)."""
     data: dict[str, Any] = {**_review_data(run, payload), "fields_changed": list(payload.texts)}
     data.update({str(name): text for name, text in payload.texts.items()})
-    return ApplyConfirmForm(data, run=run)
+    form = ApplyConfirmForm(data, run=run)
+    if not form.is_valid():
+        raise ValidationError(form_messages(form))
+    return form
 
 
 @router.post(
@@ -311,9 +308,7 @@ def suggestion_apply_confirm(
     run = _run(request, run_id)
 
     def apply() -> AgentVersion:
-        form = _confirm_form(run, payload)
-        if not form.is_valid():
-            raise ValidationError(_form_errors(form))
+        form = _confirmed(run, payload)
         chosen = list(form.cleaned_data["suggestions"])
         return services.suggestion_apply(run=run, user=request.user, suggestions=chosen, fields=form.texts(),
                                          base_version=form.cleaned_data["base_version"])  # fmt: skip
@@ -328,7 +323,7 @@ def suggestion_apply_confirm(
             create=apply,
         )
     except ValidationError as error:
-        return _error(400, error)
+        return refusal(400, error)
     message = f"Saved as version {version.number}. Verify it against this run's cases to see what it fixed."
     applied = list(run.suggestions.filter(applied_version=version).values_list("pk", flat=True))
     body = {"agent_id": run.agent_id, "version": version.number, "suggestions": applied, "message": message}
@@ -345,7 +340,7 @@ def suggestion_apply_diff(request: ApiRequest, run_id: int, payload: DiffIn) -> 
     run = _run(request, run_id)
     form = ApplyDiffForm({**_review_data(run, payload), "field": payload.field, payload.field: payload.text}, run=run)
     if not form.is_valid():
-        return _error(400, _form_errors(form))
+        return form_refusal(400, form)
     name = form.cleaned_data["field"]
     diff = selectors.preview_diff(version=form.cleaned_data["base_version"], field_name=name, text=form.text())
     lines = diff.lines if diff else []
@@ -382,9 +377,7 @@ def suggestion_apply_preview(
     run = _run(request, run_id)
 
     def start() -> PreviewJob:
-        form = _confirm_form(run, payload)
-        if not form.is_valid():
-            raise ValidationError(_form_errors(form))
+        form = _confirmed(run, payload)
         return preview_start(run=run, user=request.user, base=form.cleaned_data["base_version"], texts=form.texts(),
                              suggestions=list(form.cleaned_data["suggestions"]))  # fmt: skip
 
@@ -398,7 +391,7 @@ def suggestion_apply_preview(
             create=start,
         )
     except ValidationError as error:
-        return _error(400, error)
+        return refusal(400, error)
     return Status(200 if replayed else 202, _preview(job))
 
 
@@ -429,7 +422,7 @@ def suggestion_change_request(request: ApiRequest, run_id: int, payload: ApplyIn
     try:
         chosen = _chosen(run, payload)
     except ValidationError as error:
-        return _error(400, error)
+        return refusal(400, error)
     response = HttpResponse(
         services.suggestion_change_request(run=run, suggestions=chosen), content_type="text/markdown; charset=utf-8"
     )
@@ -451,13 +444,13 @@ def suggestion_verify(
     run = _run(request, run_id)
     version = AgentVersion.objects.filter(agent_id=run.agent_id, number=payload.version).first()
     if version is None:
-        return _error(400, f"This agent has no version {payload.version}.")  # as runs/api.py's re-run
+        return refusal(400, f"This agent has no version {payload.version}.")  # as runs/api.py's re-run
     data = {"version": version.pk, "scope": payload.scope,
             "sample": "" if payload.sample is None else payload.sample,
             "request_key": payload.request_key or idempotency_key[:64]}  # fmt: skip
     form = VerifyForm(data, run=run)
     if not form.is_valid():
-        return _error(400, _form_errors(form))
+        return form_refusal(400, form)
     try:
         child = run_verify_start(
             parent=run,
@@ -467,5 +460,5 @@ def suggestion_verify(
             request_key=form.cleaned_data["request_key"],
         )
     except ValidationError as error:
-        return _error(400, error)
+        return refusal(400, error)
     return Status(200 if child.replayed else 201, run_get_for_user(user=request.user, run_id=child.pk))

@@ -19,6 +19,7 @@ from agents.models import Agent, AgentVersion
 from agents.selectors import agent_get_for_user
 from agents.services import KIND_FIELDS
 from evalsite import llm
+from evalsite.forms import form_messages
 from evalsite.http import AuthedRequest, is_partial
 from runs.models import Run
 from runs.selectors import run_get
@@ -395,8 +396,7 @@ def verify(request: AuthedRequest, agent_id: int, run_id: int) -> HttpResponse:
     agent, run = _get_run_for_user(request, agent_id, run_id)
     form = VerifyForm(request.POST, run=run)
     if not form.is_valid():
-        errors = [str(error) for field_errors in form.errors.values() for error in field_errors]
-        return _after_post(request, agent, run, " ".join(errors), "error")
+        return _after_post(request, agent, run, " ".join(form_messages(form)), "error")
     try:
         child = run_verify_start(
             parent=run,

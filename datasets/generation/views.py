@@ -5,16 +5,15 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
-from django_htmx.http import HttpResponseClientRedirect
 
 from agents.models import Agent
 from agents.selectors import agent_get_for_user
 from datasets.generation.forms import GenerateForm
 from datasets.generation.services import dataset_generate_create
-from evalsite.http import AuthedRequest
+from evalsite.http import AuthedRequest, navigate
 
 
 def _get_agent_for_user(request: AuthedRequest, agent_id: int) -> Agent:
@@ -33,7 +32,7 @@ def dataset_generate(request: AuthedRequest, agent_id: int) -> HttpResponse:
             _add_errors(form, exc)
         else:
             url = reverse("datasets:detail", args=[agent.pk, dataset.pk])
-            return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+            return navigate(request, url)
     # The same page and tab again, with the errors next to their fields (200, so htmx swaps it in).
     context = {"agent": agent, "tab": "generate", "generate_form": form}
     template = "datasets/partials/generate_tab.html#generate_form" if request.htmx else "datasets/new.html"
