@@ -188,6 +188,7 @@ class Call:
             attempt += 1
             try:
                 with model_slot(self.model, self.timeout) as slot:
+                    _guard_check()  # waiting for the slot may have taken long: asked last
                     try:
                         with unlogged():
                             return request(), attempt, started
@@ -238,6 +239,30 @@ def on_request_sent(callback: Callable[[], object] | None) -> None:
     (runs/engine/lane.py): started any earlier, that work would share the
     interpreter with the building of the request, and delay it."""
     _sending.callback = callback
+
+
+class CallRefused(Exception):
+    """The thread's guard (`guard_calls`) refused a model call: the work it was for is no
+    longer this thread's."""
+
+
+@contextmanager
+def guard_calls(allowed: Callable[[], bool]) -> Iterator[None]:
+    """While this is active, each model call of this thread asks `allowed()` just before it goes
+    out (after waiting for the model's concurrency slot) and raises CallRefused if it says no.
+    A run's lane guards a case's calls with its claim (runs/engine/execution.py): a worker back
+    from a network cut, whose case another worker took over, sends nothing more for it."""
+    _sending.guard = allowed
+    try:
+        yield
+    finally:
+        _sending.guard = None
+
+
+def _guard_check() -> None:
+    guard = getattr(_sending, "guard", None)
+    if guard is not None and not guard():
+        raise CallRefused("The call was not sent: the work it was for was handed to another worker.")
 
 
 def _request_sent(request: Any) -> None:

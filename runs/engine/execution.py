@@ -29,6 +29,7 @@ from django.utils import timezone
 from agents.adapters import AgentConfigError
 from agents.models import AgentVersion
 from evalsite import workers
+from evalsite.llm import client as llm_client
 from runs.engine import budget
 from runs.engine import case as engine
 from runs.engine.claims import result_claim
@@ -82,12 +83,14 @@ def _case_attempt(result: Result, token: str, *, turn: Turn, lane: Lane) -> Resu
         return None  # taken back while this worker was out of reach: another worker runs it
     run = _run_started(result)
     lane.case_starts(result)  # claims the run's next case meanwhile, when that pays
-    outcome = _ask(result, run, turn=turn)
-    if outcome is None:
-        return None  # the agent version cannot run at all: the run failed
-    if not _claim_held(result, token):
-        return None
-    outcome = _judge(outcome, result, run)
+    # Each model call of the case asks again just before it goes out (after any wait).
+    with llm_client.guard_calls(functools.partial(_claim_held, result, token)):
+        outcome = _ask(result, run, turn=turn)
+        if outcome is None:
+            return None  # the agent version cannot run at all: the run failed
+        if not _claim_held(result, token):
+            return None
+        outcome = _judge(outcome, result, run)
     following = lane.case_ends(result, outcome, run=run, chain=_lane_goes_on(turn))  # saves it
     if following is not None:
         following.run = run
@@ -160,6 +163,8 @@ def _failed(error: Exception, result: Result, run: Run) -> engine.Outcome:
         raise error
     if isinstance(error, SoftTimeLimitExceeded):
         return _error(result, TIME_LIMIT)
+    if isinstance(error, llm_client.CallRefused):
+        return _error(result, str(error))  # not saved: its claim went to another worker
     logger.exception("Case result=%s of run=%s failed unexpectedly", result.pk, run.pk)
     return _error(result, INTERNAL_ERROR)
 

@@ -155,3 +155,42 @@ def test_claims_made_before_the_broker_connection_was_lost_are_given_up_without_
         assert execution._claim_held(result, result.token) is False
     assert len(queries) == 0
     assert workers.claim_forfeit(timezone.now() + timedelta(seconds=5)) is False  # claimed after the reconnect
+
+
+@pytest.mark.django_db(transaction=True)  # the reaper's change comes from the fake model's thread
+def test_a_call_waiting_to_go_out_is_not_sent_once_the_claim_was_handed_on(make_dataset, alice, fake_llm, in_a_worker):
+    # A multi-turn case: the host is cut off while the agent answers the first turn, and the
+    # reaper hands the case on. The second turn's call is checked just before it goes out
+    # (after any wait for the model's slot), not only before the case and before its judge.
+    workers.beat_once()
+    dataset = make_dataset(1, kind=Agent.Kind.LLM, turns=[{"user": "I bought the Team plan.", "expected": ""}])
+    run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
+    result = Result.objects.get(run=run)
+
+    def cut_off_meanwhile(request):
+        _last_beat(in_a_worker + 15)
+        try:
+            Result.objects.filter(pk=result.pk).update(token="another-workers-lane")
+            workers.beat_once()
+        finally:
+            connections.close_all()
+        return {"reply": "Noted."}
+
+    fake_llm.add_rule(task="agent", handler=cut_off_meanwhile, times=1)
+
+    services.run_execute_case(result_id=result.pk, token=result.token)
+
+    assert [r.task for r in fake_llm.requests if r.trace.get("case") == str(result.pk)] == ["agent"]
+    result.refresh_from_db()
+    assert (result.status, result.token) == (Result.Status.RUNNING, "another-workers-lane")
+
+
+def test_a_refused_call_never_reaches_the_model(fake_llm):
+    from evalsite import llm
+    from evalsite.llm import client as llm_client
+
+    with llm_client.guard_calls(lambda: False), pytest.raises(llm_client.CallRefused):
+        llm.complete([{"role": "user", "content": "Hello"}], task="agent")
+    assert fake_llm.requests == []
+    llm.complete([{"role": "user", "content": "Hello"}], task="agent")  # the guard is gone
+    assert len(fake_llm.requests) == 1
