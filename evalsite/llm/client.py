@@ -7,6 +7,7 @@ import logging
 import os
 import random
 import re
+import socket
 import threading
 import time
 import uuid
@@ -286,11 +287,29 @@ def openai_client(api_base: str, api_key: str, timeout: float) -> Any:
         import openai
 
         litellm_module()  # its settings (offline price list...) before the SDK is imported
-        http_client = openai.DefaultHttpxClient(event_hooks={"request": [_request_sent]})
+        import httpx2  # the HTTP client the OpenAI SDK is built on
+        from openai._constants import DEFAULT_CONNECTION_LIMITS
+
+        transport = httpx2.HTTPTransport(limits=DEFAULT_CONNECTION_LIMITS, socket_options=_socket_options())
+        http_client = openai.DefaultHttpxClient(event_hooks={"request": [_request_sent]}, transport=transport)
         client = _CLIENTS[key] = openai.OpenAI(
             base_url=api_base, api_key=api_key, timeout=timeout, max_retries=0, http_client=http_client
         )
     return client
+
+
+def _socket_options() -> list[tuple[int, int, int]]:
+    """TCP_USER_TIMEOUT: a request the server has not acknowledged within the worker's lease
+    (its heartbeat TTL less an interval) is abandoned by the kernel, not delivered late. A
+    host cut off from the network would otherwise have TCP deliver, after the link came back,
+    a call sent at the moment of the cut, for a case the reaper has since handed to another
+    worker (one call over its run's window). A slow answer is not cut: the time the model
+    takes to answer is not unacknowledged data. Our send loop retries the aborted call, and
+    its guard (guard_calls) then finds the claim gone."""
+    if not hasattr(socket, "TCP_USER_TIMEOUT"):
+        return []
+    lease = settings.EVALSITE_WORKER_HEARTBEAT_TTL - settings.EVALSITE_WORKER_HEARTBEAT_INTERVAL
+    return [(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(max(lease, 1.0) * 1000))]
 
 
 def forget_clients() -> None:

@@ -244,3 +244,19 @@ def test_the_prompt_spells_out_the_schema_only_for_a_server_that_cannot_take_it(
     assert prompt_only.messages[0]["content"].startswith("You grade answers.\n\nReply with only JSON matching")
     assert schema_text in prompt_only.messages[0]["content"]
     assert messages[0]["content"] == "You grade answers."  # the caller's list is left alone
+
+
+def test_a_request_the_server_never_acknowledges_is_abandoned_within_the_workers_lease(settings):
+    """A host cut off from the network: the kernel gives the request up (TCP_USER_TIMEOUT) rather
+    than deliver it after the link is back, for a case handed to another worker meanwhile."""
+    import socket
+
+    from evalsite.llm.client import forget_clients, openai_client
+
+    settings.EVALSITE_WORKER_HEARTBEAT_TTL, settings.EVALSITE_WORKER_HEARTBEAT_INTERVAL = 15.0, 3.0
+    forget_clients()
+    try:
+        pool = openai_client("http://127.0.0.1:9/v1", "key", 5.0)._client._transport._pool
+        assert (socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, 12_000) in pool._socket_options
+    finally:
+        forget_clients()
