@@ -36,6 +36,22 @@ def _last_beat(seconds_ago: float) -> None:
     workers._LEASE.pack_into(workers._lease, 0, time.time() - seconds_ago, 0.0)
 
 
+def _cut_off_meanwhile(result, ttl, reply):
+    """A fake model handler: as it answers, the worker's heartbeat has been away longer than the
+    TTL, the reaper has handed the case to another lane, and the heartbeat comes back, late."""
+
+    def handler(request):
+        _last_beat(ttl + 15)
+        try:
+            Result.objects.filter(pk=result.pk).update(token="another-workers-lane")
+            workers.beat_once()
+        finally:
+            connections.close_all()
+        return {"reply": reply}
+
+    return handler
+
+
 def test_outside_a_worker_no_claim_is_in_doubt(monkeypatch):
     monkeypatch.setattr(workers, "WORKER_ID", "")
     assert workers.lease_doubtful(None) is False
@@ -90,18 +106,10 @@ def test_a_case_taken_back_while_its_worker_was_cut_off_is_not_judged_there(make
     run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
     result = Result.objects.get(run=run)
 
-    def cut_off_meanwhile(request):
-        # While the agent's answer is on its way, the host is cut off long enough for the reaper
-        # to hand the case to another worker's lane; then its heartbeat comes back, late.
-        _last_beat(in_a_worker + 15)
-        try:
-            Result.objects.filter(pk=result.pk).update(token="another-workers-lane")
-            workers.beat_once()
-        finally:
-            connections.close_all()
-        return {"reply": "Refunds are available within 30 days of purchase."}
-
-    fake_llm.add_rule(task="agent", handler=cut_off_meanwhile)
+    # While the agent's answer is on its way, the host is cut off long enough for the reaper to
+    # hand the case to another worker's lane; then its heartbeat comes back, late.
+    reply = "Refunds are available within 30 days of purchase."
+    fake_llm.add_rule(task="agent", handler=_cut_off_meanwhile(result, in_a_worker, reply))
 
     services.run_execute_case(result_id=result.pk, token=result.token)
 
@@ -167,16 +175,7 @@ def test_a_call_waiting_to_go_out_is_not_sent_once_the_claim_was_handed_on(make_
     run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
     result = Result.objects.get(run=run)
 
-    def cut_off_meanwhile(request):
-        _last_beat(in_a_worker + 15)
-        try:
-            Result.objects.filter(pk=result.pk).update(token="another-workers-lane")
-            workers.beat_once()
-        finally:
-            connections.close_all()
-        return {"reply": "Noted."}
-
-    fake_llm.add_rule(task="agent", handler=cut_off_meanwhile, times=1)
+    fake_llm.add_rule(task="agent", handler=_cut_off_meanwhile(result, in_a_worker, "Noted."), times=1)
 
     services.run_execute_case(result_id=result.pk, token=result.token)
 
