@@ -25,13 +25,20 @@ RUN groupadd --system evalsite \
 # id=pip_cert,src=/etc/ssl/certs/ca-certificates.crt); without it pip uses the image's CAs.
 # To keep the image small, byte-code is written only for the modules web and worker import
 # (litellm ships thousands that a console never loads: its proxy server, most providers), and
-# pip, setuptools and litellm's proxy-server UI are left out.
+# left out are: pip and setuptools; litellm's proxy-server UI; the translations of every
+# package (about 25 MB of .po and .mo files: Evalsite runs with USE_I18N off, so none is ever
+# read; the locale folders' formats.py stay); and hf-xet (11 MB), the Hugging Face hub's
+# download accelerator, which huggingface_hub only uses when present and Evalsite never
+# downloads from the hub.
 COPY requirements.txt .
 RUN --mount=type=secret,id=pip_cert,required=false \
     if [ -s /run/secrets/pip_cert ]; then export PIP_CERT=/run/secrets/pip_cert; fi \
     && python3 -m venv /opt/venv \
     && pip install --no-compile -r requirements.txt \
-    && rm -rf "$(python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/litellm/proxy/_experimental" \
+    && pip uninstall --yes --quiet hf-xet \
+    && site="$(python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \
+    && rm -rf "$site/litellm/proxy/_experimental" \
+    && find "$site" -path '*/locale/*/LC_MESSAGES' -prune -exec rm -rf {} + \
     && LITELLM_LOCAL_MODEL_COST_MAP=True PYTHONDONTWRITEBYTECODE= python -c 'import celery, django, gunicorn.app.wsgiapp, \
 litellm, openai, openpyxl, pypdf, docx, reportlab.pdfgen.canvas, psycopg, redis, xlrd, jsonschema, whitenoise, httpx' \
     && pip uninstall --yes --quiet pip setuptools
