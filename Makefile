@@ -21,7 +21,7 @@ help:
 	@echo "make run           install, migrate, load the demo and start web, worker, beat (and the embedded Redis)"
 	@echo "make test          install the test dependencies and run the whole test suite"
 	@echo "make test-realmodel  build llama-cpp-python once and run the compatibility suite against llama.cpp"
-	@echo "make test-container  (root) build the image from the Dockerfile and run the stack from it over HTTP"
+	@echo "make test-container  (root) build the image, run docker-compose.yml as docs/deploy.md says, over HTTPS"
 	@echo "make test-worker-hosts  (root) 4 workers on hosts of their own (network namespaces), one cut off mid-run"
 	@echo "make local-model   serve SmolLM2-135M locally (llama.cpp), write its .env lines and test the connection"
 	@echo "make lint          ruff check and ruff format --check"

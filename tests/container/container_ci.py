@@ -2,22 +2,28 @@
 
 Not a pytest test: it needs root (a Docker daemon of its own, Debian packages) and takes minutes.
 
-1. Docker from Debian's packages when it is missing; a private daemon (vfs storage, no iptables,
-   no bridge: what these machines allow) with its own data root and socket.
+1. Docker, docker-compose (Debian's 1.29) and debootstrap from Debian's packages when missing;
+   a private daemon (vfs storage, no iptables, no default bridge: what these machines allow) with
+   its own data root and socket.
 2. The base image: the official python:3.11-slim when it can be pulled; otherwise a Debian
    bookworm made here with debootstrap and `docker import` (no registry is reachable from CI).
-3. The project's Dockerfile built unchanged on that base, its size and the build time printed.
-4. The stack from the image, as docker-compose.yml runs it: migrate (one-shot), web (gunicorn),
-   worker (Celery, the shipped concurrency 4) and beat, with host networking against the
-   machine's PostgreSQL (a database of its own) and Redis (a database number of its own): no
-   postgres or redis image can be pulled here, and they are the services CI already runs.
-5. From outside, over HTTP only: /healthz, a static file, the first admin user (the README's
-   createsuperuser), sign-in, a team, an llm agent pointed at the project's fake model server,
-   an API token, a dataset imported through the API, a run started and waited for, every result
-   checked against what the fake server saw; web and worker not root; an uploaded document
-   still served after web is restarted (the media volume); `docker-compose config` accepting
-   docker-compose.yml with .env.example's values.
-6. Everything stopped and the daemon's data removed.
+3. The project's Dockerfile built unchanged on that base as `evalsite:latest` (the image
+   docker-compose.yml runs), its size and the build time printed and held to budgets.
+4. docker-compose.yml started as docs/deploy.md says, in a folder of its own with a `.env` made
+   from .env.example (tests/container/compose_stack.py says what its override changes): migrate
+   (one-shot), web, worker (the shipped concurrency 4), beat, postgres and redis (CI's stand-ins
+   from Debian's packages when the official images cannot be pulled); the first admin user;
+   `check --deploy` inside the container; deploy/nginx.conf as the TLS proxy in front of web.
+5. From outside, over HTTPS through that proxy only: /healthz, a static file, sign-in, a team,
+   an llm agent pointed at the project's fake model server, an API token, a dataset imported
+   through the API, a run started and waited for, every result checked against what the fake
+   server saw; web and worker not root; an uploaded document still served after web's container
+   is recreated (the media volume); `--scale worker=2` and a run on the scaled stack.
+6. Operations: a backup (pg_dump, the media volume), `down -v`, the restore into a new stack,
+   every result and the document back; an upgrade (the database one migration behind, as an
+   older release left it; `up -d` applies it through the one-shot migrate service).
+7. `docker-compose config` accepting docker-compose.yml with .env.example's values; everything
+   stopped and the daemon's data removed.
 
 Usage (as root, from the repository): .venv/bin/python tests/container/container_ci.py
 """
@@ -30,6 +36,7 @@ import json
 import os
 import re
 import shutil
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -44,36 +51,42 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tests.container.compose_stack import (  # noqa: E402
+    ADMIN_PASSWORD,
+    DOCKER,
+    GATEWAY,
+    HTTP_PORT,
+    SERVICES_IMAGE,
+    SITE,
+    WEB_PORT,
+    Project,
+    StackFailure,
+    log,
+    start_proxy,
+    wait_for,
+)
 from tests.fakellm import FakeLLM  # noqa: E402
 from tests.runs.preflight_helpers import fit_judge  # noqa: E402
 
-DOCKER = "/usr/bin/docker"  # Debian's client, the daemon's own version
 OFFICIAL_BASE = "python:3.11-slim"
+OFFICIAL_SERVICES = ("postgres:16-alpine", "redis:7-alpine")  # docker-compose.yml's
 LOCAL_BASE = "evalsite-base:bookworm"
-IMAGE = "evalsite:ci"
+IMAGE = "evalsite:latest"  # docker-compose.yml's `image:`
 # "-755": the tarball's root directory is mode 755 (an earlier one kept mkdtemp's 700, so the
 # image's non-root user could not reach /bin/sh); a cache of that kind is not reused.
 BASE_CACHE = Path("/var/cache/evalsite-ci/bookworm-python-755.tar")
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
-PG = {"host": "127.0.0.1", "port": "5432", "user": "postgres"}
-DATABASE = "evalsite_container"
-REDIS_DB = 11
-WEB_PORT = 8191  # not 8190, where `make local-model` serves
-WORKER_CONCURRENCY = 4  # docker-compose.yml's default (WORKER_CONCURRENCY)
 CASES = 6
+PREVIOUS_MIGRATION = ("datasets", "0010_merge_context_gates_and_rule_map")  # the upgrade starts one behind
 BUILD_BUDGET_SECONDS = 600
-# What Evalsite adds on top of its base (424 MB when measured: 383 MB of dependencies, litellm alone
-# 141 MB; 39 MB of static files and byte-code). The issue's budget, under 500 MB on the official
-# python:3.11-slim, is not met (README, "Deploying"); this guards against it growing further.
-ADDED_BUDGET_MB = 450
+# What Evalsite adds on top of its base: 399 MB on 2026-12-06 (356 MB of dependencies, litellm alone
+# about 115 MB; 40 MB of static files and byte-code), 424 MB before the translations and hf-xet were
+# left out. The issue's budget, under 500 MB on the official python:3.11-slim, is not met
+# (docs/deploy.md, "Image size"); this holds it where it is.
+ADDED_BUDGET_MB = 410
 
 
-class ContainerFailure(Exception):
-    pass
-
-
-def log(message: str) -> None:
-    print(f"container | {message}", flush=True)
+ContainerFailure = StackFailure
 
 
 def run(*args: str, check: bool = True, capture: bool = False, timeout: float = 900, **kwargs) -> str:
@@ -100,8 +113,13 @@ def docker_installed() -> None:
 def daemon() -> Iterator[dict[str, str]]:
     root = Path(tempfile.mkdtemp(prefix="evalsite-docker-", dir="/var/tmp"))
     # The vfs driver copies every layer whole (hundreds of thousands of files): on a disk, removing
-    # them took minutes; in memory (a few GB of this machine's 24) the unmount is instant.
-    run("mount", "-t", "tmpfs", "-o", "size=14g,mode=0700", "evalsite-docker", str(root))
+    # them took minutes; in memory the unmount is instant. The compose stack runs 11 containers of
+    # two images, a full copy of its image each: 14 GB ran out while the backup's container was
+    # made, so as much as the machine has free, less 3 GB, up to 22 GB (pages are used only as
+    # files are written).
+    available_kb = int(re.search(r"MemAvailable:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))
+    size_gb = max(14, min(22, available_kb // 1024**2 - 3))
+    run("mount", "-t", "tmpfs", "-o", f"size={size_gb}g,mode=0700", "evalsite-docker", str(root))
     socket = root / "docker.sock"
     env = {**os.environ, "DOCKER_HOST": f"unix://{socket}", "DOCKER_BUILDKIT": "1"}
     log_file = open(root / "dockerd.log", "wb")  # noqa: SIM115 (closed in finally)
@@ -167,13 +185,18 @@ def base_image(env: dict[str, str]) -> str:
     return LOCAL_BASE
 
 
-def build(env: dict[str, str], base: str) -> None:
+def build(env: dict[str, str], base: str, *, quiet: bool = False) -> None:
+    """`docker build -t evalsite:latest .`, as docs/deploy.md says, with the base and the pip CA
+    this machine needs."""
     args = [DOCKER, "build", "--network", "host", "--build-arg", f"BASE_IMAGE={base}", "-t", IMAGE]
     if CA_BUNDLE.exists():  # this machine reaches PyPI through a TLS proxy whose CA is in this bundle
         args += ["--secret", f"id=pip_cert,src={CA_BUNDLE}"]
     started = time.monotonic()
     run(*args, str(ROOT), env=env, capture=True)
     seconds = time.monotonic() - started
+    if quiet:
+        log(f"image rebuilt in {seconds:.0f} s")
+        return
     layers = json.loads(run(DOCKER, "image", "inspect", IMAGE, env=env, capture=True))[0]
     base_size = json.loads(run(DOCKER, "image", "inspect", base, env=env, capture=True))[0]["Size"]
     added = (layers["Size"] - base_size) / 1e6
@@ -190,64 +213,31 @@ def build(env: dict[str, str], base: str) -> None:
         raise ContainerFailure(f"Evalsite's layers are {added:.0f} MB, over their {ADDED_BUDGET_MB} MB budget.")
 
 
-# ---- the stack ------------------------------------------------------------------------------------
-
-
-def fresh_services() -> tuple[str, str]:
-    psql = ["psql", "-h", PG["host"], "-p", PG["port"], "-U", PG["user"], "-d", "postgres", "-q", "-c"]
-    run(*psql, f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)', capture=True)
-    run(*psql, f'CREATE DATABASE "{DATABASE}"', capture=True)
-    run("redis-cli", "-h", "127.0.0.1", "-n", str(REDIS_DB), "flushdb", capture=True)
-    return (
-        f"postgres://{PG['user']}@{PG['host']}:{PG['port']}/{DATABASE}",
-        f"redis://127.0.0.1:6379/{REDIS_DB}",
+def services_image(env: dict[str, str], base: str) -> bool:
+    """CI's image of Debian's PostgreSQL, Redis and nginx (tests/container/services/). Returns
+    whether the compose file's postgres and redis services need it: True when their official
+    images cannot be pulled."""
+    pulled = all(
+        subprocess.run([DOCKER, "pull", name], env=env, capture_output=True, timeout=120).returncode == 0
+        for name in OFFICIAL_SERVICES
     )
-
-
-def app_env(database_url: str, redis_url: str, fake: FakeLLM) -> list[str]:
-    values = {
-        "DATABASE_URL": database_url,
-        "REDIS_URL": redis_url,
-        "SECRET_KEY": uuid.uuid4().hex * 2,
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "SITE_URL": f"http://127.0.0.1:{WEB_PORT}",
-        "EVALSITE_LLM_MODEL": "openai/fake-agent",
-        "EVALSITE_JUDGE_MODEL": "openai/fake-judge",
-        "EVALSITE_LLM_API_BASE": fake.url,
-        "EVALSITE_LLM_API_KEY": "container-test",
-        "DJANGO_SUPERUSER_USERNAME": "admin",
-        "DJANGO_SUPERUSER_EMAIL": "admin@example.com",
-        "DJANGO_SUPERUSER_PASSWORD": "container-admin-password",
-    }
-    return [arg for name, value in values.items() for arg in ("-e", f"{name}={value}")]
-
-
-def container(env: dict[str, str], name: str, envs: list[str], *command: str, detach: bool = True) -> str:
-    args = [DOCKER, "run", "--network", "host", "--name", name, "-v", "evalsite-media:/app/var/media", *envs]
-    if detach:
-        return run(*args, "-d", IMAGE, *command, env=env, capture=True).strip()
-    return run(*args, "--rm", IMAGE, *command, env=env, capture=True)
-
-
-def start_stack(env: dict[str, str], envs: list[str]) -> None:
-    container(env, "evalsite-migrate", envs, "python", "manage.py", "migrate", "--noinput", detach=False)
-    log("migrate (one-shot) applied every migration")
-    container(env, "evalsite-admin", envs, "python", "manage.py", "createsuperuser", "--noinput", detach=False)
-    container(env, "evalsite-web", envs, "gunicorn", "evalsite.wsgi:application", "--bind", f"127.0.0.1:{WEB_PORT}",
-              "--timeout", "60", "--access-logfile", "-", "--no-control-socket")  # fmt: skip
-    container(env, "evalsite-worker", envs, "celery", "-A", "evalsite", "worker", "--loglevel", "INFO",
-              "--concurrency", str(WORKER_CONCURRENCY), "--without-gossip", "--without-mingle")  # fmt: skip
-    container(env, "evalsite-beat", envs, "celery", "-A", "evalsite", "beat", "--loglevel", "INFO",
-              "--schedule", "/tmp/celerybeat-schedule")  # fmt: skip
-    log("web, worker and beat started")
+    started = time.monotonic()
+    run(DOCKER, "build", "--network", "host", "--build-arg", f"BASE_IMAGE={base}", "-t", SERVICES_IMAGE,
+        str(ROOT / "tests" / "container" / "services"), env=env, capture=True)  # fmt: skip
+    stand_in = "" if pulled else f"; it stands in for {' and '.join(OFFICIAL_SERVICES)}, which cannot be pulled"
+    log(f"{SERVICES_IMAGE} (Debian's PostgreSQL, Redis and nginx) built in {time.monotonic() - started:.0f} s"
+        f"{stand_in}")  # fmt: skip
+    return not pulled
 
 
 class Browser:
-    """Cookies, CSRF and redirects, over plain HTTP: what a person's browser does."""
+    """Cookies, CSRF and redirects, over HTTPS through the proxy: what a person's browser does."""
 
-    def __init__(self, base: str) -> None:
+    def __init__(self, base: str, tls: ssl.SSLContext) -> None:
         self.base = base
-        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+        self.opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()), urllib.request.HTTPSHandler(context=tls)
+        )
 
     def get(self, path: str) -> tuple[int, str, str]:
         try:
@@ -271,52 +261,98 @@ class Browser:
         with self.opener.open(request, timeout=60) as response:
             return response.url, response.read().decode(errors="replace")
 
-
-def api(base: str, token: str, method: str, path: str, payload: object | None = None) -> tuple[int, object]:
-    data = None if payload is None else json.dumps(payload).encode()
-    request = urllib.request.Request(
-        base + "/api" + path,
-        data=data,
-        method=method,
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, json.loads(response.read() or b"null")
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode(errors="replace")
+    def sign_in(self) -> str:
+        landed, _ = self.post_form("/accounts/login/", {"username": "admin", "password": ADMIN_PASSWORD})
+        if "/accounts/login/" in landed:
+            raise ContainerFailure("Signing in as the first admin user failed.")
+        return urllib.parse.urlparse(landed).path
 
 
-def wait_healthy(base: str, seconds: float = 180) -> dict:
-    deadline = time.monotonic() + seconds
-    last: object = None
-    while time.monotonic() < deadline:
+class Api:
+    def __init__(self, base: str, tls: ssl.SSLContext) -> None:
+        self.base, self.tls, self.token = base, tls, ""
+
+    def __call__(self, method: str, path: str, payload: object | None = None) -> tuple[int, object]:
+        data = None if payload is None else json.dumps(payload).encode()
+        request = urllib.request.Request(
+            self.base + "/api" + path,
+            data=data,
+            method=method,
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+        )
         try:
-            with urllib.request.urlopen(base + "/healthz", timeout=10) as response:
-                body = json.loads(response.read())
-                if body.get("ok"):
-                    return body
-        except (urllib.error.URLError, ConnectionError, ValueError) as error:
-            last = error
-        time.sleep(2)
-    raise ContainerFailure(f"/healthz did not answer ok within {seconds:.0f} s (last: {last})")
+            with urllib.request.urlopen(request, timeout=60, context=self.tls) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode(errors="replace")
+
+    def results(self, run_id: int) -> list[str]:
+        _, results = self("GET", f"/runs/{run_id}/results?limit=100")
+        return sorted(item["status"] for item in (results["items"] if isinstance(results, dict) else []))
 
 
-def check_stack(env: dict[str, str], fake: FakeLLM) -> None:
-    base = f"http://127.0.0.1:{WEB_PORT}"
-    health = wait_healthy(base)
-    log(f"/healthz answers 200: worker seen ({health['worker']})")
-    browser = Browser(base)
+def healthz(base: str, tls: ssl.SSLContext | None = None) -> dict:
+    with urllib.request.urlopen(base + "/healthz", timeout=10, context=tls) as response:
+        return json.loads(response.read())
+
+
+def wait_healthy(base: str, tls: ssl.SSLContext | None = None, workers: int = 1) -> dict:
+    def ready() -> dict | None:
+        body = healthz(base, tls)
+        return body if body.get("ok") and body["worker"].get("workers", 0) >= workers else None
+
+    return wait_for(f"/healthz answering ok with {workers} worker(s) seen", ready, 240)
+
+
+# ---- the stack, as docs/deploy.md starts it ------------------------------------------------------
+
+
+def start_stack(project: Project) -> None:
+    project.compose("up", "-d")
+    wait_healthy(f"http://localhost:{WEB_PORT}")  # ALLOWED_HOSTS is localhost
+    migrate = project.state("migrate")
+    if not migrate or not migrate[0].startswith("Exited (0)"):
+        raise ContainerFailure(f"The one-shot migrate service is {migrate}, not exited with 0.")
+    log(f"web answers /healthz on 127.0.0.1:{WEB_PORT} with a worker seen; migrate ran once and exited 0")
+    project.compose("run", "--rm", "-e", f"DJANGO_SUPERUSER_PASSWORD={ADMIN_PASSWORD}", "web", "python",
+                    "manage.py", "createsuperuser", "--noinput", "--username", "admin", "--email",
+                    "admin@example.com")  # fmt: skip
+    checked = project.compose("run", "--rm", "web", "python", "manage.py", "check", "--deploy", "--fail-level",
+                              "WARNING")  # fmt: skip
+    log(f"the first admin user made; check --deploy in the container: {checked.strip().splitlines()[-1]}")
+
+
+def check_proxy(tls: ssl.SSLContext) -> None:
+    plain = urllib.request.build_opener(_NoRedirect)
+    try:
+        plain.open(f"http://localhost:{HTTP_PORT}/accounts/login/", timeout=10)
+        raise ContainerFailure("The proxy answered plain HTTP without redirecting to HTTPS.")
+    except urllib.error.HTTPError as error:
+        if error.code != 301 or not error.headers["Location"].startswith(SITE):
+            raise ContainerFailure(f"Plain HTTP answered {error.code} {error.headers['Location']}.") from None
+    health = wait_healthy(SITE, tls)
+    with urllib.request.urlopen(SITE + "/accounts/login/", timeout=10, context=tls) as response:
+        hsts = response.headers["Strict-Transport-Security"]
+    if not hsts:
+        raise ContainerFailure("The sign-in page over HTTPS has no Strict-Transport-Security header.")
+    log(f"through the proxy: HTTP redirects to HTTPS, /healthz ok ({health['worker']}), HSTS {hsts!r}")
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):  # noqa: ANN002, ANN003
+        return None
+
+
+def check_stack(project: Project, fake: FakeLLM, tls: ssl.SSLContext) -> dict:
+    browser, api = Browser(SITE, tls), Api(SITE, tls)
     status, _, css = browser.get("/static/css/app.css")
     if status != 200 or "{" not in css:
         raise ContainerFailure(f"The static file /static/css/app.css answered {status}.")
     log("static files are served (whitenoise, collected at build time)")
 
-    landed, _ = browser.post_form("/accounts/login/", {"username": "admin", "password": "container-admin-password"})
-    log(f"signed in as the first admin user (createsuperuser), landed on {urllib.parse.urlparse(landed).path}")
-    browser.post_form(
-        "/accounts/teams/new/", {"new-name": "Container QA"}, form_page=urllib.parse.urlparse(landed).path
-    )
+    landed = browser.sign_in()
+    log(f"signed in as the first admin user (createsuperuser), landed on {landed}")
+    browser.post_form("/accounts/teams/new/", {"new-name": "Container QA"}, form_page=landed)
     landed, page = browser.post_form(
         "/agents/new/",
         {"name": "Container agent", "kind": "llm", "instructions": "Answer refund questions.", "model": ""},
@@ -329,64 +365,66 @@ def check_stack(env: dict[str, str], fake: FakeLLM) -> None:
     token = re.search(r'id="new-token-value" class="mono" value="([^"]+)"', page)
     if token is None:
         raise ContainerFailure("The settings page did not show the new API token.")
+    api.token = token.group(1)
     log(f"a team, an llm agent (#{agent_id}) and an API token made through the pages")
 
-    status, dataset = api(base, token.group(1), "POST", f"/agents/{agent_id}/eval/datasets", {"name": "Refunds"})
+    status, dataset = api("POST", f"/agents/{agent_id}/eval/datasets", {"name": "Refunds"})
     if status != 201 or not isinstance(dataset, dict):
         raise ContainerFailure(f"Creating a dataset through the API answered {status}: {dataset}")
+    datasets = f"/agents/{agent_id}/eval/datasets/{dataset['id']}"
     for number in range(1, CASES + 1):
         item = {"question": f"Question {number}: how long is the refund window?", "expected_answer": "30 days."}
-        status, body = api(
-            base, token.group(1), "POST", f"/agents/{agent_id}/eval/datasets/{dataset['id']}/items", item
-        )
+        status, body = api("POST", f"{datasets}/items", item)
         if status != 201:
             raise ContainerFailure(f"Adding a case through the API answered {status}: {body}")
     log(f"dataset #{dataset['id']} imported through the API with {CASES} cases")
 
     fake.reset()
     fit_judge(fake)  # a judge that ranks the calibration set rightly, so it passes its preflight
-    started = _start_run(base, token.group(1), f"/agents/{agent_id}/eval/datasets/{dataset['id']}/runs")
+    run_id = complete_run(api, fake, f"{datasets}/runs")
+
+    for service in ("web", "worker"):
+        uid = project.compose("exec", "-T", service, "id", "-u").strip()
+        if uid == "0":
+            raise ContainerFailure(f"{service} runs as root.")
+        log(f"{service} runs as uid {uid}, not root")
+
+    _, items = api("GET", f"{datasets}/items")
+    first = (items["items"] if isinstance(items, dict) else items)[0]["id"]  # type: ignore[index]
+    document = check_media(project, browser, agent_id, dataset["id"], first)
+    return {"api": api, "browser": browser, "runs": f"{datasets}/runs", "run": run_id, "document": document}
+
+
+def complete_run(api: Api, fake: FakeLLM, path: str) -> int:
+    """Start a run as an API client does and wait for it: every case passes, one agent call each."""
+    before = sum(1 for request in fake.requests if request.task == "agent")
+    started = _start_run(api, path)
     run_id = started["id"]
-    deadline = time.monotonic() + 300
-    while True:
-        _, progress = api(base, token.group(1), "GET", f"/runs/{run_id}/status")
-        if isinstance(progress, dict) and progress.get("status") not in ("pending", "running"):
-            break
-        if time.monotonic() > deadline:
-            raise ContainerFailure(f"Run {run_id} did not finish within 300 s: {progress}")
-        time.sleep(1)
-    _, results = api(base, token.group(1), "GET", f"/runs/{run_id}/results?limit=100")
-    items = results["items"] if isinstance(results, dict) else []
-    statuses = sorted(item["status"] for item in items)
-    agent_calls = sum(1 for request in fake.requests if request.task == "agent")
-    judge_calls = sum(1 for request in fake.requests if request.task == "judge" and "preflight" not in request.trace)
+
+    def finished() -> dict | None:
+        _, progress = api("GET", f"/runs/{run_id}/status")
+        return progress if isinstance(progress, dict) and progress.get("status") not in ("pending", "running") else None
+
+    progress = wait_for(f"run {run_id} finishing", finished, 300)
+    statuses = api.results(run_id)
+    agent_calls = sum(1 for request in fake.requests if request.task == "agent") - before
     if progress["status"] != "completed" or statuses != ["pass"] * CASES or agent_calls != CASES:
         raise ContainerFailure(
-            f"Run {run_id}: {progress['status']}, results {statuses}, {agent_calls} agent and {judge_calls} judge "
-            f"calls at the fake model (expected {CASES} passes, one agent call each)."
+            f"Run {run_id}: {progress['status']}, results {statuses}, {agent_calls} agent calls at the fake "
+            f"model (expected {CASES} passes, one agent call each)."
         )
-    log(f"run #{run_id} completed through the worker container: {CASES} of {CASES} passed, "
-        f"{agent_calls} agent and {judge_calls} judge calls seen by the fake model")  # fmt: skip
-
-    for name in ("evalsite-web", "evalsite-worker"):
-        uid = run(DOCKER, "exec", name, "id", "-u", env=env, capture=True).strip()
-        if uid == "0":
-            raise ContainerFailure(f"{name} runs as root.")
-        log(f"{name} runs as uid {uid}, not root")
-
-    _, items = api(base, token.group(1), "GET", f"/agents/{agent_id}/eval/datasets/{dataset['id']}/items")
-    first = (items["items"] if isinstance(items, dict) else items)[0]["id"]  # type: ignore[index]
-    check_media(env, browser, agent_id, dataset["id"], first)
+    log(f"run #{run_id} completed through the worker: {CASES} of {CASES} passed, one agent call per case "
+        f"at the fake model (reached at {GATEWAY}, the compose network's gateway)")  # fmt: skip
+    return run_id
 
 
-def _start_run(base: str, token: str, path: str) -> dict:
-    """Start a run as an API client does: a judge not yet preflighted answers 409 with retry_after
-    while the worker preflights it; ask again until the run starts."""
+def _start_run(api: Api, path: str) -> dict:
+    """A judge not yet preflighted answers 409 with retry_after while a worker preflights it;
+    ask again until the run starts."""
     deadline = time.monotonic() + 300
     while True:
-        status, body = api(base, token, "POST", path, {})
+        status, body = api("POST", path, {})
         if status == 201 and isinstance(body, dict):
-            log("the judge passed its preflight (a worker job, after the API's 409 judge_not_preflighted)")
             return body
         waiting = status == 409 and isinstance(body, str) and "judge_not_preflighted" in body
         if not waiting or time.monotonic() > deadline:
@@ -394,8 +432,8 @@ def _start_run(base: str, token: str, path: str) -> dict:
         time.sleep(3)
 
 
-def check_media(env: dict[str, str], browser: Browser, agent_id: int, dataset_id: int, case_id: int) -> None:
-    """A document attached to a case is still served after web's container is replaced: uploads
+def check_media(project: Project, browser: Browser, agent_id: int, dataset_id: int, case_id: int) -> dict:
+    """A document attached to a case is still served after web's container is recreated: uploads
     live on the media volume, not in the container."""
     boundary = uuid.uuid4().hex
     content = b"# Refund policy\n\nRefunds are possible within 30 days of purchase.\n"
@@ -424,16 +462,76 @@ def check_media(env: dict[str, str], browser: Browser, agent_id: int, dataset_id
         raise ContainerFailure(f"The attached document's link was not in the answer to the upload ({response.url}).")
     link = f"/agents/{agent_id}/datasets/{dataset_id}/documents/{found.group(1)}/download/"
     status, _, before = browser.get(link)
-    run(DOCKER, "rm", "-f", "evalsite-web", env=env, capture=True)
-    log("web's container removed; starting a new one on the same media volume")
-    envs = json.loads(run(DOCKER, "inspect", "evalsite-worker", env=env, capture=True))[0]["Config"]["Env"]
-    container(env, "evalsite-web", [arg for value in envs for arg in ("-e", value)], "gunicorn",
-              "evalsite.wsgi:application", "--bind", f"127.0.0.1:{WEB_PORT}", "--no-control-socket")  # fmt: skip
-    wait_healthy(browser.base)
+    project.compose("up", "-d", "--force-recreate", "--no-deps", "web")
+    wait_healthy(SITE, _tls_of(browser))
     status_after, _, after = browser.get(link)
     if (status, status_after) != (200, 200) or "within 30 days" not in after or after != before:
-        raise ContainerFailure(f"The attached document answered {status} before and {status_after} after the restart.")
-    log("a document attached to a case is served the same after web was replaced (the media volume)")
+        raise ContainerFailure(f"The attached document answered {status} before and {status_after} after web's "
+                               "container was recreated.")  # fmt: skip
+    log("a document attached to a case is served the same after web's container was recreated (the media volume)")
+    return {"link": link, "text": before}
+
+
+def _tls_of(browser: Browser) -> ssl.SSLContext:
+    return next(h._context for h in browser.opener.handlers if isinstance(h, urllib.request.HTTPSHandler))  # type: ignore[attr-defined]
+
+
+def check_scale(project: Project, fake: FakeLLM, tls: ssl.SSLContext, stack: dict) -> None:
+    one = healthz(SITE, tls)["worker"]["workers"]
+    project.compose("up", "-d", "--scale", "worker=2")
+    health = wait_healthy(SITE, tls, workers=2 * one)
+    log(f"--scale worker=2: /healthz sees {health['worker']['workers']} workers (was {one})")
+    complete_run(stack["api"], fake, stack["runs"])
+
+
+# ---- operations: backup and restore, upgrade -----------------------------------------------------
+
+
+def check_backup_and_restore(project: Project, tls: ssl.SSLContext, stack: dict) -> None:
+    backup = project.folder / "backup"
+    backup.mkdir()
+    dump = project.compose_bytes("exec", "-T", "postgres", "pg_dump", "-U", "evalsite", "-Fc", "evalsite")
+    (backup / "evalsite.dump").write_bytes(dump)
+    project.compose("run", "--rm", "--no-deps", "-u", "root", "-v", f"{backup}:/backup", "web",
+                    "tar", "-C", "/app/var/media", "-czf", "/backup/media.tar.gz", ".")  # fmt: skip
+    log(f"backed up: the database ({len(dump):,} bytes, pg_dump -Fc) and the media volume "
+        f"({(backup / 'media.tar.gz').stat().st_size:,} bytes, tar)")  # fmt: skip
+
+    project.compose("down", "-v")
+    log("the stack and its volumes removed (down -v)")
+    project.compose("up", "-d", "postgres")
+    wait_for("the new postgres answering", lambda: project.compose("exec", "-T", "postgres", "pg_isready", "-U",
+             "evalsite", "-d", "evalsite"))  # fmt: skip
+    project.compose("exec", "-T", "postgres", "pg_restore", "-U", "evalsite", "-d", "evalsite", "--no-owner",
+                    stdin=dump)  # fmt: skip
+    unpack = "tar -C /app/var/media -xzf /backup/media.tar.gz && chown -R evalsite:evalsite /app/var/media"
+    project.compose("run", "--rm", "--no-deps", "-u", "root", "-v", f"{backup}:/backup", "web", "sh", "-c", unpack)
+    project.compose("up", "-d")
+    wait_healthy(SITE, tls)
+    api, browser = stack["api"], Browser(SITE, tls)
+    statuses = api.results(stack["run"])
+    browser.sign_in()
+    status, _, text = browser.get(stack["document"]["link"])
+    if statuses != ["pass"] * CASES or status != 200 or text != stack["document"]["text"]:
+        raise ContainerFailure(f"After the restore: run {stack['run']} has {statuses}, the document answered {status}.")
+    log(f"restored into a new stack: run #{stack['run']}'s {CASES} results, the API token, the admin's "
+        "sign-in and the attached document are all back")  # fmt: skip
+
+
+def check_upgrade(project: Project, env: dict[str, str], tls: ssl.SSLContext, base: str) -> None:
+    """An upgrade as the guide does it: the image rebuilt, `up -d`; the one-shot migrate service
+    applies what the database lacks before web starts. The database is put one migration behind
+    first (as the previous release left it)."""
+    app, name = PREVIOUS_MIGRATION
+    project.compose("run", "--rm", "web", "python", "manage.py", "migrate", app, name)
+    build(env, base, quiet=True)
+    project.compose("up", "-d")
+    wait_healthy(SITE, tls)
+    applied = project.logs("migrate")
+    if "Applying datasets.0011" not in applied:
+        raise ContainerFailure(f"up -d did not apply the migration the database lacked:\n{applied}")
+    project.compose("run", "--rm", "--no-deps", "web", "python", "manage.py", "migrate", "--check")
+    log("upgrade: with the database one migration behind, `up -d` ran migrate, which applied it; web is healthy")
 
 
 def check_compose_file() -> None:
@@ -457,24 +555,23 @@ def main() -> int:
         print("container | needs root (a Docker daemon of its own); CI runs it as root.")
         return 2
     started = time.monotonic()
-    fake = FakeLLM(latency=0.05).start()
+    fake = FakeLLM(host="0.0.0.0", latency=0.05).start()  # the containers reach it at the network's gateway
     try:
         docker_installed()
         check_compose_file()
         with daemon() as env:
             base = base_image(env)
             build(env, base)
-            database_url, redis_url = fresh_services()
-            start_stack(env, app_env(database_url, redis_url, fake))
+            stand_ins = services_image(env, base)
+            project = Project(env, fake_port=fake.port, stand_ins=stand_ins)
             try:
-                check_stack(env, fake)
+                run_stack(project, env, fake, base)
             except Exception:
-                for name in ("evalsite-web", "evalsite-worker"):
-                    logs = subprocess.run(
-                        [DOCKER, "logs", "--tail", "60", name], env=env, capture_output=True, text=True
-                    )
-                    print(f"---- {name} ----\n{logs.stdout}{logs.stderr}", flush=True)
+                for service in ("migrate", "web", "worker", "postgres"):
+                    print(f"---- {service} ----\n{project.logs(service)}", flush=True)
                 raise
+            finally:
+                project.remove()
     except ContainerFailure as failure:
         print(f"container | FAILED: {failure}", flush=True)
         return 1
@@ -482,6 +579,17 @@ def main() -> int:
         fake.stop()
     log(f"passed in {time.monotonic() - started:.0f} s")
     return 0
+
+
+def run_stack(project: Project, env: dict[str, str], fake: FakeLLM, base: str) -> None:
+    start_stack(project)
+    certificate = start_proxy(env, project.folder)
+    tls = ssl.create_default_context(cafile=str(certificate))
+    check_proxy(tls)
+    stack = check_stack(project, fake, tls)
+    check_scale(project, fake, tls, stack)
+    check_backup_and_restore(project, tls, stack)
+    check_upgrade(project, env, tls, base)
 
 
 if __name__ == "__main__":
