@@ -70,15 +70,22 @@ class Project:
             "EVALSITE_LLM_API_BASE": f"http://{GATEWAY}:{fake_port}/v1",
             "EVALSITE_LLM_API_KEY": "container-test",
         }
-        (self.folder / ".env").write_text(_env_file((ROOT / ".env.example").read_text(), settings))
+        text = _env_file((ROOT / ".env.example").read_text(), settings)
+        (self.folder / ".env").write_text(text)
+        # Compose lets the shell's variables override .env; `make` exports PORT and HOST (for
+        # `make run`), which published web on 8000 instead of .env's port. As from a fresh shell:
+        # nothing that .env sets comes from the environment.
+        named = {line.split("=", 1)[0] for line in text.splitlines() if "=" in line and not line.startswith("#")}
+        self.env = {name: value for name, value in env.items() if name not in named}
         override = ["networks:", "  default:", "    ipam:", "      config:", f"        - subnet: {SUBNET}"]
         if stand_ins:
             override = ["services:", *(f"  {name}:\n    image: {SERVICES_IMAGE}" for name in ("postgres", "redis")),
                         *override]  # fmt: skip
         (self.folder / "docker-compose.override.yml").write_text("\n".join(override) + "\n")
 
-    def compose(self, *args: str, stdin: bytes | None = None, timeout: float = 600) -> str:
-        log("$ docker-compose " + " ".join(args))
+    def compose(self, *args: str, stdin: bytes | None = None, timeout: float = 600, quiet: bool = False) -> str:
+        if not quiet:
+            log("$ docker-compose " + " ".join(args))
         done = subprocess.run(
             ["docker-compose", *args], cwd=self.folder, env=self.env, input=stdin, capture_output=True, timeout=timeout
         )
@@ -99,7 +106,7 @@ class Project:
 
     def state(self, service: str) -> list[str]:
         """The `docker ps` states of a service's containers (`Up 3 seconds`, `Exited (0) ...`)."""
-        ids = self.compose("ps", "-q", service).split()
+        ids = self.compose("ps", "-q", service, quiet=True).split()
         return [
             subprocess.run([DOCKER, "ps", "-a", "--filter", f"id={cid}", "--format", "{{.Status}}"], env=self.env,
                            capture_output=True, text=True).stdout.strip()

@@ -484,6 +484,26 @@ def check_scale(project: Project, fake: FakeLLM, tls: ssl.SSLContext, stack: dic
     complete_run(stack["api"], fake, stack["runs"])
 
 
+def check_health_checks(project: Project) -> None:
+    """docker-compose.yml's own health checks (docs/deploy.md, "Health checks") report every
+    long-running container healthy: web's /healthz, the workers' `celery inspect ping`, beat's
+    schedule file, pg_isready and redis-cli ping. Docker runs the first check an interval after
+    the start (60 s for worker and beat), so this waits up to 150 s."""
+
+    def all_healthy() -> list[str] | None:
+        states = {service: project.state(service) for service in ("web", "worker", "beat", "postgres", "redis")}
+        if all(states.values()) and all("(healthy)" in state for listed in states.values() for state in listed):
+            return [f"{service} x{len(listed)}" for service, listed in states.items()]
+        return None
+
+    try:
+        healthy = wait_for("every container healthy", all_healthy, 150)
+    except StackFailure:
+        states = {service: project.state(service) for service in ("web", "worker", "beat", "postgres", "redis")}
+        raise StackFailure(f"The compose file's health checks did not all pass: {states}") from None
+    log(f"the compose file's health checks report every container healthy: {', '.join(healthy)}")
+
+
 # ---- operations: backup and restore, upgrade -----------------------------------------------------
 
 
@@ -588,6 +608,7 @@ def run_stack(project: Project, env: dict[str, str], fake: FakeLLM, base: str) -
     check_proxy(tls)
     stack = check_stack(project, fake, tls)
     check_scale(project, fake, tls, stack)
+    check_health_checks(project)
     check_backup_and_restore(project, tls, stack)
     check_upgrade(project, env, tls, base)
 
