@@ -55,6 +55,7 @@ WINDOW = 3  # EVALSITE_RUN_CONCURRENCY as shipped
 LATENCY = 0.05  # seconds the fake model takes to answer each call
 CUT_AFTER = 0.3  # the share of all cases finished when the host is cut
 RESTORE_AFTER = 30.0
+HOLD_WAIT = 15.0  # how long to wait, at most, for the host to hold a case before its cut
 RUNS_DEADLINE = 600.0  # seconds for the 20 runs to settle
 CUT_HOST = 2
 
@@ -258,10 +259,19 @@ def scenario(name: str, stack: Stack, fake: FakeLLM, made: tuple[Any, list[Any],
     if cut is not None:
         while finished_count(run_ids) < CUT_AFTER * RUNS * CASES:
             time.sleep(0.2)
+        claims = Result.objects.filter(run_id__in=run_ids, status=Result.Status.RUNNING)
+        of_host = claims.filter(claimed_by__startswith=f"{cut.name}:")
+        # Cut while the host holds cases: on 2026-12-06 the plain cut round came at a moment the
+        # host held none, and so measured nothing about in-flight cases.
+        deadline = time.monotonic() + HOLD_WAIT
+        while not of_host.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
         cut.cut()
         cut_at = timezone.now()
-        claims = Result.objects.filter(run_id__in=run_ids, status=Result.Status.RUNNING)
-        held = dict(claims.filter(claimed_by__startswith=f"{cut.name}:").values_list("pk", "attempts"))
+        held = dict(of_host.values_list("pk", "attempts"))
+        if not held:
+            raise HostsFailure(f"{name}: {cut.name} held no case at any moment of {HOLD_WAIT:.0f} s after "
+                               f"{CUT_AFTER:.0%} of the cases were done; the cut would measure nothing.")  # fmt: skip
         time.sleep(2)  # what reached the fake server before the cut is read by now: nothing after it can
         asked = {int(r.trace["case"]) for r in fake.requests if r.task == "agent" and r.trace.get("case")}
         log(f"{cut.name} cut off at {time.monotonic() - started:.1f} s, holding {len(held)} claimed cases "
