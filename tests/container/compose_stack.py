@@ -52,7 +52,6 @@ class Project:
     """A folder with docker-compose.yml and its .env, and the commands a team runs in it."""
 
     def __init__(self, env: dict[str, str], *, fake_port: int, stand_ins: bool) -> None:
-        self.env = env
         self.folder = Path(tempfile.mkdtemp(prefix="evalsite-compose-"))
         shutil.copy(ROOT / "docker-compose.yml", self.folder / "docker-compose.yml")
         settings = {
@@ -84,6 +83,10 @@ class Project:
         (self.folder / "docker-compose.override.yml").write_text("\n".join(override) + "\n")
 
     def compose(self, *args: str, stdin: bytes | None = None, timeout: float = 600, quiet: bool = False) -> str:
+        return self.compose_bytes(*args, stdin=stdin, timeout=timeout, quiet=quiet).decode(errors="replace")
+
+    def compose_bytes(self, *args: str, stdin: bytes | None = None, timeout: float = 600, quiet: bool = False) -> bytes:
+        """`docker-compose ARGS` in the project's folder; what it printed, or StackFailure."""
         if not quiet:
             log("$ docker-compose " + " ".join(args))
         done = subprocess.run(
@@ -95,13 +98,6 @@ class Project:
                 + done.stdout.decode(errors="replace")[-3000:]
                 + done.stderr.decode(errors="replace")[-3000:]
             )
-        return done.stdout.decode(errors="replace")
-
-    def compose_bytes(self, *args: str) -> bytes:
-        log("$ docker-compose " + " ".join(args))
-        done = subprocess.run(["docker-compose", *args], cwd=self.folder, env=self.env, capture_output=True)
-        if done.returncode != 0:
-            raise StackFailure(f"docker-compose {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]!r}")
         return done.stdout
 
     def state(self, service: str) -> list[str]:

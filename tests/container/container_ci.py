@@ -101,12 +101,13 @@ def run(*args: str, check: bool = True, capture: bool = False, timeout: float = 
 
 
 def docker_installed() -> None:
-    missing = [name for name in ("dockerd", "debootstrap", "docker-compose") if shutil.which(name) is None]
+    missing = [name for name in ("dockerd", "debootstrap", "docker-compose", "openssl") if shutil.which(name) is None]
     if not Path(DOCKER).exists() or missing:
-        log("installing Debian's docker.io, debootstrap and docker-compose")
+        log("installing Debian's docker.io, debootstrap, docker-compose and openssl (the proxy's certificate)")
         run("apt-get", "update", "-qq")
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        run("apt-get", "install", "-y", "-qq", "docker.io", "debootstrap", "docker-compose", env=env, capture=True)
+        run("apt-get", "install", "-y", "-qq", "docker.io", "debootstrap", "docker-compose", "openssl", env=env,
+            capture=True)  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -234,7 +235,7 @@ class Browser:
     """Cookies, CSRF and redirects, over HTTPS through the proxy: what a person's browser does."""
 
     def __init__(self, base: str, tls: ssl.SSLContext) -> None:
-        self.base = base
+        self.base, self.tls = base, tls
         self.opener = urllib.request.build_opener(
             urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()), urllib.request.HTTPSHandler(context=tls)
         )
@@ -463,17 +464,13 @@ def check_media(project: Project, browser: Browser, agent_id: int, dataset_id: i
     link = f"/agents/{agent_id}/datasets/{dataset_id}/documents/{found.group(1)}/download/"
     status, _, before = browser.get(link)
     project.compose("up", "-d", "--force-recreate", "--no-deps", "web")
-    wait_healthy(SITE, _tls_of(browser))
+    wait_healthy(SITE, browser.tls)
     status_after, _, after = browser.get(link)
     if (status, status_after) != (200, 200) or "within 30 days" not in after or after != before:
         raise ContainerFailure(f"The attached document answered {status} before and {status_after} after web's "
                                "container was recreated.")  # fmt: skip
     log("a document attached to a case is served the same after web's container was recreated (the media volume)")
     return {"link": link, "text": before}
-
-
-def _tls_of(browser: Browser) -> ssl.SSLContext:
-    return next(h._context for h in browser.opener.handlers if isinstance(h, urllib.request.HTTPSHandler))  # type: ignore[attr-defined]
 
 
 def check_scale(project: Project, fake: FakeLLM, tls: ssl.SSLContext, stack: dict) -> None:
