@@ -158,6 +158,7 @@ class FakeLLM:
         self._seq = 0
         self._rules: list[Rule] = []
         self._requests: list[RecordedRequest] = []
+        self._models_reads = 0  # GET /v1/models, the model identity's metadata reads
         self._context_window: int | None = None
         self._kind = "openai"
         self._identities: dict[str, dict[str, Any]] = {}
@@ -193,6 +194,7 @@ class FakeLLM:
             self._generation += 1
             self._rules = []
             self._requests = []
+            self._models_reads = 0
             self._latency = self._base_latency
             self._context_window = None
             self._kind = "openai"
@@ -316,6 +318,12 @@ class FakeLLM:
     def requests(self) -> list[RecordedRequest]:
         with self._lock:
             return list(self._requests)
+
+    @property
+    def models_reads(self) -> int:
+        """GET /v1/models requests seen (llm/identity.py reads the server's model metadata)."""
+        with self._lock:
+            return self._models_reads
 
     @property
     def in_flight(self) -> int:
@@ -470,6 +478,8 @@ class FakeLLM:
 
     def models_list(self) -> dict[str, Any]:
         """GET /v1/models: the models requested so far and the usual three, with their `meta`."""
+        with self._lock:
+            self._models_reads += 1
         names = sorted({r.model for r in self.requests if r.model} | {"fake-agent", "fake-judge", "fake-embed"})
         entries = []
         for name in names:

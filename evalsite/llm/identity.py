@@ -7,7 +7,9 @@ llama.cpp build) and, on an OpenAI-compatible server of our own (EVALSITE_LLM_AP
 the /v1/models entry (llama.cpp's `meta`: parameters, size, training context) and how its
 tokenize endpoint splits a fixed text (llama-cpp-python, which names every model by its alias).
 
-Every chat call reports what it saw (`identity_observe`, called by the gateway); the page's
+Every chat call reports what it saw (`identity_observe`, called by the gateway; when that is
+new, one process at a time reads the server's metadata, so a run's lanes do not all stop for
+it at their first call); the page's
 Test connection and the judge preflight read /v1/models again (`identity_refresh`). The
 last identity seen per server and model lives in the shared cache, so a web process sees
 what a worker saw; runs.judging.configs puts it in the judge's fingerprint, so a model swapped
@@ -24,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +39,11 @@ CACHE_KEY = "evalsite:llm-identity:"
 KEEP_SECONDS = 365 * 24 * 3600
 MAX_TEXT = 300
 METADATA_TIMEOUT = 5.0
+# One process reads a model's metadata at a time (the other lanes of a run go on with their
+# calls); the mark outlives the two reads' timeouts, in case its process dies reading.
+READING_SECONDS = 3 * METADATA_TIMEOUT
+# How long a process leaves a model alone after finding another process reading it.
+WAIT_SECONDS = 1.0
 # Tokenized by the server to tell models apart (words, digits, accents, symbols: vocabularies differ).
 TOKENIZER_TEXT = "Evalsite model check: naïve café, 12345 tokens; ⟨αβγ⟩ → done."
 # Scalar /v1/models fields that describe the weights (not the listing's own bookkeeping).
@@ -44,6 +52,8 @@ IGNORED_FIELDS = {"id", "object", "created", "owned_by", "permission", "permissi
 # Per process: what this process last stored for each server and model, so a call costs a
 # dict lookup unless what the server reports has changed.
 _seen: dict[str, tuple[str, str]] = {}
+# Per process: when to look again at a model that another process was reading.
+_waiting: dict[str, float] = {}
 
 
 @dataclass(frozen=True)
@@ -83,12 +93,23 @@ def identity_observe(model: str, result: Any) -> None:
     seen = (result.model_reported, result.system_fingerprint)
     if _seen.get(key) == seen:
         return
+    if _waiting.get(key, 0.0) > time.monotonic():
+        return
     try:
         stored = cache.get(CACHE_KEY + key)
         if isinstance(stored, dict) and (stored.get("reported"), stored.get("system_fingerprint")) == seen:
             _seen[key] = seen
             return
-        _store(model, seen[0], seen[1], _metadata(model))
+        # A run's lanes make their first calls to a model at once: one reads the server's
+        # metadata (three requests) while the others go on, and find it stored a call later.
+        reading = CACHE_KEY + key + ":reading"
+        if not cache.add(reading, 1, READING_SECONDS):
+            _waiting[key] = time.monotonic() + WAIT_SECONDS
+            return
+        try:
+            _store(model, seen[0], seen[1], _metadata(model))
+        finally:
+            cache.delete(reading)
     except Exception:
         logger.warning("llm model identity not recorded for %s", model, exc_info=True)
 
@@ -122,6 +143,7 @@ def identity_get(model: str) -> Identity | None:
 
 def forget() -> None:
     _seen.clear()
+    _waiting.clear()
 
 
 def _store(model: str, reported: str, fingerprint: str, metadata: dict[str, Any]) -> Identity:

@@ -123,3 +123,34 @@ def test_a_swap_behind_a_llama_cpp_python_alias_is_told_by_its_tokenizer(fake_ll
     assert first.model_identity.startswith("tokenizer ") and "tokens #" in first.model_identity
     assert second.model_identity != first.model_identity
     assert second.number == first.number + 1
+
+
+def test_one_process_at_a_time_reads_a_models_metadata_and_the_others_find_it_in_the_cache(fake_llm):
+    # A run's lanes are processes that all make their first call to a model at once: only one
+    # of them reads /v1/models and the tokenizer (three requests), the others go on with their
+    # calls and take what it stored. (Three lanes each reading cost a 0 ms run 18 requests.)
+    fake_llm.set_model_identity("fake-judge", reported="gemma-3-270m.gguf", meta={"n_params": 268098176})
+    reading = identity.CACHE_KEY + identity._key("openai/fake-judge") + ":reading"
+    cache.set(reading, 1, 30)  # another process is reading the metadata now
+
+    _judge_once()
+
+    assert fake_llm.models_reads == 0
+    assert identity.identity_get("openai/fake-judge") is None
+
+    cache.delete(reading)  # ... and has stored what it read
+    identity.forget()
+    identity.identity_observe("openai/fake-judge", _Reported("gemma-3-270m.gguf"))
+    reads = fake_llm.models_reads
+    identity.forget()  # another process, whose first call reports the same
+
+    _judge_once()
+
+    assert fake_llm.models_reads == reads == 1
+    seen = identity.identity_get("openai/fake-judge")
+    assert seen is not None and seen.text == "gemma-3-270m.gguf · n_params 268098176"
+
+
+class _Reported:
+    def __init__(self, model: str) -> None:
+        self.model_reported, self.system_fingerprint = model, ""
