@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET
 
 from agents.models import Agent
 from agents.selectors import agent_get_for_user
+from datasets.documents import download_response
 from datasets.models import Document
 from evalsite.http import AuthedRequest, document_link_refused
 from evalsite.links import site_url
@@ -98,9 +99,8 @@ def document_signed(request: AuthedRequest, agent_id: int, token: str) -> HttpRe
     document = Document.objects.filter(pk=claims["d"]).first()
     if run is None or document is None or document.team_id != run.agent.team_id or not document.file:
         raise Http404("No such document")
+    # Always a download, never rendered on our origin (check 8 in docs/architecture.md).
     try:
-        handle = document.file.open("rb")
+        return download_response(document)
     except FileNotFoundError as exc:
         raise Http404("The document's file is gone") from exc
-    # Always a download, never rendered on our origin (check 8 in docs/architecture.md).
-    return FileResponse(handle, as_attachment=True, filename=document.original_name)

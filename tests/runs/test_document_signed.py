@@ -40,6 +40,18 @@ def test_a_signed_link_downloads_the_document_without_a_login(client, run_and_do
     assert response["X-Content-Type-Options"] == "nosniff"
 
 
+def test_a_signed_link_is_served_as_hardened_as_every_other_document_download(client, run_and_document):
+    # The same download as the dataset's and the playground's (datasets.documents.download_response):
+    # nothing in a file an agent fetches can act on Evalsite's origin.
+    run, document = run_and_document
+    response = client.get(_path(engine.document_url(run, document.pk)))
+
+    assert response["Content-Security-Policy"] == "sandbox; frame-ancestors 'self'"
+    assert response["Cross-Origin-Resource-Policy"] == "same-origin"
+    assert "no-store" in response["Cache-Control"] and "private" in response["Cache-Control"]
+    assert response["Content-Type"] == "application/pdf"
+
+
 def test_a_tampered_link_is_refused(client, run_and_document):
     run, document = run_and_document
     path = _path(engine.document_url(run, document.pk))
