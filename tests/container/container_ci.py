@@ -498,6 +498,11 @@ def check_health_checks(project: Project) -> None:
     except StackFailure:
         states = {service: project.state(service) for service in ("web", "worker", "beat", "postgres", "redis")}
         raise StackFailure(f"The compose file's health checks did not all pass: {states}") from None
+    # Web's check must ask as a client the site accepts: a Host outside ALLOWED_HOSTS (the
+    # container's own 127.0.0.1) is answered 400 and logged as an error at every check.
+    refused = [line for line in project.logs("web").splitlines() if "Invalid HTTP_HOST" in line]
+    if refused:
+        raise StackFailure(f"Web refused {len(refused)} requests for their Host, first: {refused[0][:300]}")
     log(f"the compose file's health checks report every container healthy: {', '.join(healthy)}")
 
 
