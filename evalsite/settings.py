@@ -90,6 +90,7 @@ INSTALLED_APPS = [
     "suggestions",
     "playground",
     "reviews",
+    "monitoring",
 ]
 
 MIDDLEWARE = [

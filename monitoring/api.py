@@ -1,0 +1,5 @@
+"""Production traces, their online scores and learning cases in the JSON API."""
+
+from ninja import Router
+
+router = Router(tags=["monitoring"])
