@@ -1,4 +1,5 @@
-"""Ingestion over plain JSON: POST /api/traces (for teams without OpenTelemetry) and end-user feedback, authenticated by a team's ingestion key."""
+"""Plain JSON ingestion, POST /api/traces (for teams without OpenTelemetry), and end-user feedback,
+authenticated by a team's ingestion key."""
 
 from ninja import Router
 
