@@ -305,7 +305,12 @@ class Result(models.Model):
     # The worker whose process holds the claim (evalsite.workers.WORKER_ID): when its heartbeat
     # stops, the reaper re-queues the case at once instead of waiting out the claim's timeout.
     claimed_by = models.CharField(max_length=200, blank=True)
+    # How many times the agent was asked about this result, the call under way included: a
+    # claim counts one when its lane takes the case in hand, not when it claims it ahead.
     attempts = models.PositiveSmallIntegerField(default=0)
+    # Held by its lane ahead of its case in hand, the agent not yet asked about it for this
+    # claim (runs/engine/lane.py): its attempt counts when the lane takes it up (issue 48).
+    claimed_ahead = models.BooleanField(default=False)
 
     class RepeatCause(models.TextChoices):
         """Why the agent (and the judge) were asked about a result again (issue 35): "after ..."."""

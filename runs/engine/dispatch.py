@@ -7,7 +7,7 @@ import uuid
 from decimal import Decimal
 
 from django.db import transaction
-from django.db.models import Case, Value, When
+from django.db.models import Case, F, PositiveSmallIntegerField, Value, When
 from django.utils import timezone
 
 from evalsite.enqueue import after_commit, enqueue_on_commit
@@ -16,6 +16,11 @@ from runs.models import Result, Run
 
 UNFINISHED = (Result.Status.PENDING, *Result.IN_FLIGHT_STATUSES)
 STOPPED_NOT_RUN = "Not run: the run was stopped."
+# The attempts of a claimed case its lane hands back unstarted: one claimed ahead counted
+# none yet; one taken in hand had counted the call it never made (issue 48).
+NOT_ASKED_ATTEMPTS = Case(
+    When(claimed_ahead=True, then=F("attempts")), default=F("attempts") - 1, output_field=PositiveSmallIntegerField()
+)
 
 
 def fill_window(run: Run) -> tuple[int, int]:
@@ -56,6 +61,7 @@ def queue(result_ids: list[int], *, status: str | tuple[str, ...], urgent: bool 
     statuses = (status,) if isinstance(status, str) else status
     Result.objects.filter(pk__in=result_ids, status__in=statuses).update(
         status=Result.Status.QUEUED,
+        claimed_ahead=False,  # its message's claim counts the attempt
         token=Case(*(When(pk=result_id, then=Value(token)) for result_id, token in tokens.items())),
         queued_at=timezone.now(),
     )

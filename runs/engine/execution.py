@@ -32,7 +32,7 @@ from evalsite import workers
 from evalsite.llm import client as llm_client
 from runs.engine import budget
 from runs.engine import case as engine
-from runs.engine.claims import result_claim
+from runs.engine.claims import result_claim, result_take_up
 from runs.engine.dispatch import run_fail
 from runs.engine.lane import Lane, Turn, lane_for
 from runs.models import Result, Run
@@ -81,6 +81,8 @@ def _case_attempt(result: Result, token: str, *, turn: Turn, lane: Lane) -> Resu
         return None  # the run reached its cost cap: the case is not run
     if not _claim_held(result, token):
         return None  # taken back while this worker was out of reach: another worker runs it
+    if result.claimed_ahead and not result_take_up(result, token):
+        return None  # claimed ahead, then taken back before the lane got to it
     run = _run_started(result)
     lane.case_starts(result)  # claims the run's next case meanwhile, when that pays
     # Each model call of the case asks again just before it goes out (after any wait).

@@ -21,14 +21,13 @@ from contextlib import contextmanager
 
 from django.conf import settings
 from django.db import DatabaseError, connections, transaction
-from django.db.models import F
 
 from evalsite.enqueue import messages_waiting
 from evalsite.llm import client as llm_client
 from runs.engine import saving
 from runs.engine.case import Outcome
 from runs.engine.claims import claimed_first
-from runs.engine.dispatch import enqueue_finish, fill_window
+from runs.engine.dispatch import NOT_ASKED_ATTEMPTS, enqueue_finish, fill_window
 from runs.models import Result, Run
 
 logger = logging.getLogger(__name__)
@@ -202,7 +201,9 @@ def lane_end(run_id: int, token: str) -> None:
         run = Run.objects.select_for_update().only("id", "status", "concurrency", "stop_reason", "error").get(pk=run_id)
         held = Result.objects.filter(run_id=run_id, token=token, status=Result.Status.RUNNING)
         if run.is_active:
-            held.update(status=Result.Status.PENDING, token="", claimed_by="", attempts=F("attempts") - 1)
+            held.update(
+                status=Result.Status.PENDING, token="", claimed_by="", claimed_ahead=False, attempts=NOT_ASKED_ATTEMPTS
+            )
             fill_window(run)
             return
         saving.held_release(run, token)

@@ -15,13 +15,15 @@ from django.utils import timezone
 from evalsite import workers
 from runs.engine import budget
 from runs.engine.case import Outcome
-from runs.engine.dispatch import STOPPED_NOT_RUN, enqueue_finish, money, queue, queue_pending
+from runs.engine.dispatch import NOT_ASKED_ATTEMPTS, STOPPED_NOT_RUN, enqueue_finish, money, queue, queue_pending
 from runs.models import Result, Run
 
 
-def next_claim(run_id: int, token: str) -> bool:
+def next_claim(run_id: int, token: str, *, ahead: bool = False) -> bool:
     """Claim the run's next pending case for this lane (one statement); the caller holds the
-    run row's lock, so no other lane or the reaper can take it meanwhile."""
+    run row's lock, so no other lane or the reaper can take it meanwhile. A case claimed
+    `ahead` counts no attempt until the lane takes it up (runs/engine/claims.py): the lane
+    may hand it back, or be lost, before it asks the agent about it."""
     now = timezone.now()
     oldest = Result.objects.filter(run_id=run_id, status=Result.Status.PENDING).order_by("id").values("id")[:1]
     return bool(
@@ -30,7 +32,8 @@ def next_claim(run_id: int, token: str) -> bool:
             token=token,
             queued_at=now,
             claimed_at=now,
-            attempts=F("attempts") + 1,
+            attempts=F("attempts") if ahead else F("attempts") + 1,
+            claimed_ahead=ahead,
             claimed_by=workers.WORKER_ID,
         )
     )
@@ -86,7 +89,7 @@ def result_save_ahead(
         # was thought lost, and its cases went back to the window), nor for the run's last
         # cases: a case held behind a slow one would wait while other lanes stand idle.
         if claim and saved and run.is_active and not held.exists() and _pending_beyond(run.pk, run.concurrency):
-            next_claim(run.pk, token)
+            next_claim(run.pk, token, ahead=True)
     return list(held.select_related("case").order_by("id"))
 
 
@@ -149,10 +152,10 @@ def _held(run_id: int, token: str) -> list[int]:
 def _hand_on(held: list[int]) -> None:
     """The lane ends holding cases it never started: the first goes out as the lane's one
     message (its slot), any others back to pending; neither counts as an attempt."""
-    Result.objects.filter(pk__in=held).update(attempts=F("attempts") - 1)
+    Result.objects.filter(pk__in=held).update(attempts=NOT_ASKED_ATTEMPTS)
     queue(held[:1], status=Result.Status.RUNNING)
     Result.objects.filter(pk__in=held[1:], status=Result.Status.RUNNING).update(
-        status=Result.Status.PENDING, token="", claimed_by=""
+        status=Result.Status.PENDING, token="", claimed_by="", claimed_ahead=False
     )
 
 

@@ -10,7 +10,8 @@ from django.utils import timezone
 from agents.models import Agent
 from evalsite import workers
 from evalsite.models import WorkerHeartbeat
-from runs import services
+from runs import selectors, services
+from runs.engine.claims import result_claim, result_take_up
 from runs.models import Result
 from runs.reports import exporters
 from runs.tasks import run_execute_case as run_execute_case_task
@@ -162,9 +163,10 @@ def test_a_worker_records_when_it_lost_its_broker_connection(monkeypatch):
 
 
 def test_every_case_of_a_killed_lane_counts_as_asked_again_whatever_its_id(make_dataset, alice, no_llm, settings):
-    # After an earlier loss, a case with a lower id goes back to pending; a lane then claims it
-    # ahead while its case in hand (a higher id) is with the agent. The lane's worker is killed:
-    # the case in hand is sent again; the other goes back to pending. Both count as asked again.
+    # After an earlier loss, a case with a lower id goes back to pending; a lane then takes it
+    # up (saving its case in hand behind it, lane.py) while that case is with the agent. The
+    # lane's worker is killed: the first is sent again; the other goes back to pending. Both
+    # had been asked, so both count as asked again.
     seen = timezone.now() - timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_TTL + 5)
     WorkerHeartbeat.objects.create(name="killed:9", started_at=seen, last_seen=seen)
     dataset = make_dataset(2)
@@ -183,11 +185,60 @@ def test_every_case_of_a_killed_lane_counts_as_asked_again_whatever_its_id(make_
         1,
         [{"cause": "worker_lost", "attempt": 2}],
     )
-    # Back to pending (the window's free slots may queue it at once), counted as asked: a lane
-    # saving its case behind had asked the agent about it (the chaos table's worker kill).
+    # Back to pending (the window's free slots may queue it at once), counted as asked: the
+    # lane had taken it up, so the agent had been asked about it.
     assert ahead.status in (Result.Status.PENDING, Result.Status.QUEUED)
     assert (ahead.attempts, ahead.repeats) == (1, [{"cause": "worker_lost", "attempt": 2}])
     drive(run)
     for result in (in_hand, ahead):
         result.refresh_from_db()
         assert (result.attempts, len(result.repeats)) == (2, 1)
+
+
+def test_a_case_a_killed_lane_had_only_claimed_ahead_counts_no_call(make_dataset, alice, no_llm, settings):
+    # Issue 48: the lane's case in hand is with the agent; the case it claimed ahead was never
+    # sent. The case in hand is asked again (one repeat); the other is asked once, as new.
+    seen = timezone.now() - timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_TTL + 5)
+    WorkerHeartbeat.objects.create(name="killed:9", started_at=seen, last_seen=seen)
+    dataset = make_dataset(2)
+    run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
+    in_hand, ahead = Result.objects.filter(run=run).order_by("id")
+    lane = {"status": Result.Status.RUNNING, "token": "lane1", "claimed_by": "killed:9", "claimed_at": seen}
+    Result.objects.filter(pk=in_hand.pk).update(**lane, attempts=1, queued_at=seen - timedelta(seconds=2))
+    Result.objects.filter(pk=ahead.pk).update(
+        **lane, attempts=0, claimed_ahead=True, queued_at=seen - timedelta(seconds=1)
+    )
+
+    services.run_reap()
+    ahead.refresh_from_db()
+    assert (ahead.attempts, ahead.repeats) == (0, [])
+
+    drive(run)
+    in_hand.refresh_from_db()
+    ahead.refresh_from_db()
+    assert (in_hand.attempts, in_hand.repeats) == (2, [{"cause": "worker_lost", "attempt": 2}])
+    assert (ahead.attempts, ahead.repeats, ahead.claimed_ahead) == (1, [], False)
+    assert selectors.run_repeats(run=run).total == 1
+
+
+def test_a_redelivered_message_counts_its_case_in_hand_now_and_its_case_ahead_when_taken_up(
+    make_dataset, alice, no_llm
+):
+    dataset = make_dataset(3)
+    run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
+    in_hand, ahead, _ = Result.objects.filter(run=run).order_by("id")
+    now = timezone.now()
+    lane = {"status": Result.Status.RUNNING, "token": in_hand.token, "claimed_at": now}
+    Result.objects.filter(pk=in_hand.pk).update(**lane, attempts=1, queued_at=now - timedelta(seconds=2))
+    Result.objects.filter(pk=ahead.pk).update(**lane, attempts=0, claimed_ahead=True, queued_at=now)
+
+    # The pool child died; Celery delivers the lane's message again, with its token.
+    claimed, taken_up = result_claim(in_hand.pk, in_hand.token)
+
+    assert (claimed.pk, taken_up) == (in_hand.pk, 2)
+    assert (claimed.attempts, claimed.repeats) == (2, [{"cause": "redelivered", "attempt": 2}])
+    ahead.refresh_from_db()
+    assert (ahead.attempts, ahead.claimed_ahead, ahead.repeats) == (0, True, [])
+    assert result_take_up(ahead, in_hand.token) and ahead.attempts == 1
+    assert Result.objects.get(pk=ahead.pk).attempts == 1
+    assert not result_take_up(ahead, in_hand.token)  # taken up once

@@ -57,7 +57,7 @@ def test_the_reaper_asks_again_the_case_a_lost_lane_had_in_hand_not_the_one_it_c
     assert (in_hand.status, in_hand.attempts) == (Result.Status.QUEUED, 1)
     assert [entry["cause"] for entry in in_hand.repeats] == [Result.RepeatCause.NO_HEARTBEAT]
     # Back in the window (queued again at once, the slot it leaves being free). Its claim stays
-    # counted as asked, with the cause: a lane saving behind may have asked about it already,
-    # and a count may exceed the agent's calls but never fall short (runs/engine/reaper.py).
+    # counted as asked, with the cause: the lane had taken it up (claimed_ahead is False), so
+    # the agent was asked about it. One only claimed ahead counts nothing (test_repeat_calls.py).
     assert (older.status, older.attempts) == (Result.Status.QUEUED, 1)
     assert [entry["cause"] for entry in older.repeats] == [Result.RepeatCause.NO_HEARTBEAT]
