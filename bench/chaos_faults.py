@@ -28,6 +28,7 @@ T = TypeVar("T")
 UNSAVED = ("pending", "queued", "running")
 SAVED = ("pass", "fail", "error", "abstained")
 SETTLE_SECONDS = 420  # the model-timeout run waits out the shipped 60 s timeout three times
+REDIS_DOWN_SECONDS = 10
 
 
 @dataclass
@@ -266,6 +267,14 @@ def _restart_redis(lab: Lab, run: Any) -> tuple[float, set[int]]:
     return time.monotonic(), set()
 
 
+def _redis_down(lab: Lab, run: Any) -> tuple[float, set[int]]:
+    """redis-server killed, and started again (empty) on its port 10 s later: recovery from then."""
+    lab.redis.kill()
+    time.sleep(REDIS_DOWN_SECONDS)
+    lab.redis.start()
+    return time.monotonic(), set()
+
+
 def _terminate_sessions(lab: Lab, run: Any) -> tuple[float, set[int]]:
     lab.cluster.terminate_sessions()
     return time.monotonic(), set()
@@ -382,6 +391,7 @@ NAMES: dict[Callable[..., tuple[float, set[int]]], str] = {
     _kill_pool_child: "pool child killed (SIGKILL)",
     _kill_worker: "worker killed (SIGKILL), restarted by runstack",
     _restart_redis: "Redis restarted (empty)",
+    _redis_down: f"Redis down {REDIS_DOWN_SECONDS} s (back empty)",
     _terminate_sessions: "PostgreSQL sessions terminated",
     _restart_database: "PostgreSQL restarted",
 }
@@ -394,6 +404,7 @@ FAULTS: dict[str, Callable[[Lab, int], Row]] = {
     "pool-child": _hit(_kill_pool_child),
     "worker": _hit(_kill_worker),
     "redis": _hit(_restart_redis),
+    "redis-down": _hit(_redis_down),
     "pg-sessions": _hit(_terminate_sessions),
     "pg-restart": _hit(_restart_database),
     "model-500": _hit(_model_500),

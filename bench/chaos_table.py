@@ -11,6 +11,7 @@ Faults (--faults, comma-separated; all by default):
   pool-child   SIGKILL of the pool child calling the model (Celery's prefork pool)
   worker       SIGKILL of the worker's process group; runstack's supervisor restarts it
   redis        redis-server killed, restarted empty on its port once the worker noticed
+  redis-down   redis-server killed, restarted empty on its port 10 s later
   pg-sessions  pg_terminate_backend of every session of the database (web, worker, beat)
   pg-restart   pg_ctl restart -m fast of the cluster
   model-500    the model answers 500 once to each of the next 3 cases' agent calls, and once to a judge call
@@ -50,6 +51,9 @@ COLUMNS = (
 )  # fmt: skip
 
 
+SHIPPED_ONLY = ("WORKER_CONCURRENCY", "WEB_CONCURRENCY", "DEBUG", "DJANGO_SETTINGS_MODULE", "DATABASE_URL", "REDIS_URL")
+
+
 def _environment(cluster: PrivateCluster, redis: RedisServer, fake: FakeLLM) -> dict[str, str]:
     env = {
         "DJANGO_SETTINGS_MODULE": "evalsite.settings",
@@ -62,8 +66,11 @@ def _environment(cluster: PrivateCluster, redis: RedisServer, fake: FakeLLM) -> 
         "EVALSITE_LLM_API_KEY": "chaos",
         "PYTHONUNBUFFERED": "1",
     }
-    for name in ("EVALSITE_REAPER_INTERVAL", "CELERY_QUEUE", "EVALSITE_STALE_CLAIM_SECONDS"):
-        os.environ.pop(name, None)  # the shipped values, whatever the calling shell (or pytest) set
+    for name in list(os.environ):
+        # The shipped values, whatever the calling shell (or pytest: tests/env.py's faster
+        # reaper, its own queue) set: no EVALSITE_*, CELERY_* or concurrency but the above.
+        if name.startswith(("EVALSITE_", "CELERY_")) or name in SHIPPED_ONLY:
+            os.environ.pop(name)
     os.environ.update(env)
     return dict(os.environ)
 
@@ -133,7 +140,11 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"Chaos table: worker concurrency {settings.WORKER_CONCURRENCY}, run window "
             f"{settings.EVALSITE_RUN_CONCURRENCY}, LLM timeout {settings.EVALSITE_LLM_TIMEOUT:g} s, "
-            f"retries {settings.EVALSITE_LLM_RETRIES}, heartbeat TTL {settings.EVALSITE_WORKER_HEARTBEAT_TTL:g} s, "
+            f"retries {settings.EVALSITE_LLM_RETRIES}, "
+            f"heartbeat every {settings.EVALSITE_WORKER_HEARTBEAT_INTERVAL:g} s "
+            f"(TTL {settings.EVALSITE_WORKER_HEARTBEAT_TTL:g} s), "
+            f"reaper every {settings.CELERY_BEAT_SCHEDULE['reap-stale-work']['schedule']:g} s, stale claim "
+            f"{settings.EVALSITE_STALE_CLAIM_SECONDS} s, "
             f"{args.cases} cases a run, fake model {args.latency * 1000:.0f} ms, load {os.getloadavg()[0]:.2f}",
             flush=True,
         )

@@ -372,9 +372,10 @@ EVALSITE_RUN_LANE_SECONDS = env_float("EVALSITE_RUN_LANE_SECONDS", 10.0)
 EVALSITE_RUN_CLAIM_AHEAD = env_bool("EVALSITE_RUN_CLAIM_AHEAD", True)
 # Every worker writes a heartbeat row this often; one not seen for the TTL is gone (killed),
 # and the reaper re-queues its claims at once rather than after EVALSITE_STALE_CLAIM_SECONDS.
-# The TTL must stay well above the interval (and above a database blip), or a live case is run twice.
-EVALSITE_WORKER_HEARTBEAT_INTERVAL = env_float("EVALSITE_WORKER_HEARTBEAT_INTERVAL", 3.0)
-EVALSITE_WORKER_HEARTBEAT_TTL = env_float("EVALSITE_WORKER_HEARTBEAT_TTL", 15.0)
+# The TTL must stay well above the interval (and above a database blip), or a live case is run twice
+# (a reaper whose own heartbeat missed a beat within the TTL judges nobody by theirs: evalsite/workers.py).
+EVALSITE_WORKER_HEARTBEAT_INTERVAL = env_float("EVALSITE_WORKER_HEARTBEAT_INTERVAL", 1.0)
+EVALSITE_WORKER_HEARTBEAT_TTL = env_float("EVALSITE_WORKER_HEARTBEAT_TTL", 5.0)
 # A queued case whose task message never started (Redis flushed or restarted) is sent again after this.
 EVALSITE_STALE_QUEUE_SECONDS = env_int("EVALSITE_STALE_QUEUE_SECONDS", 120)
 # Lifetime of the signed document links an HTTP agent receives with each case.

@@ -7,6 +7,10 @@ reaper re-queues its claims as soon as the heartbeat is older than
 EVALSITE_WORKER_HEARTBEAT_TTL, instead of waiting out the stale-claim timeout. A live
 worker beats every EVALSITE_WORKER_HEARTBEAT_INTERVAL (a fifth of the TTL by default), so a
 live case is never taken for dead.
+
+The reaper is not left to its beat for that: each heartbeat also looks for a worker that has
+just died (its heartbeat older than the TTL, or its supervisor saw it die) or lost its broker
+connection, and sends the reaper at once, the first time it sees each (`_reap_for_the_lost`).
 """
 
 from __future__ import annotations
@@ -41,10 +45,13 @@ _shutting_down = mmap.mmap(-1, 1)
 # The worker's lease, shared the same way (two doubles, wall-clock seconds): when the last
 # heartbeat that reached the database was taken (what its row says), and when the heartbeat
 # last came back after a gap long enough for the reaper to take the worker for dead. A third:
-# the claims made before this moment are forfeit (the broker connection was lost).
-_lease = mmap.mmap(-1, 24)
+# the claims made before this moment are forfeit (the broker connection was lost). A fourth:
+# when a heartbeat last came back after a missed one (`heartbeat_rough`).
+_lease = mmap.mmap(-1, 32)
 _LEASE = struct.Struct("dd")
 _FORFEIT = struct.Struct("d")
+_ROUGH = struct.Struct("d")
+_ROUGH_AT = _LEASE.size + _FORFEIT.size
 
 
 def worker_start() -> str:
@@ -57,6 +64,8 @@ def worker_start() -> str:
     WorkerHeartbeat.objects.create(name=WORKER_ID, started_at=now, last_seen=now)
     _LEASE.pack_into(_lease, 0, now.timestamp(), 0.0)
     _FORFEIT.pack_into(_lease, _LEASE.size, 0.0)
+    _ROUGH.pack_into(_lease, _ROUGH_AT, 0.0)
+    _reaped.clear()
     # Rows of workers gone for a day are history, not liveness.
     WorkerHeartbeat.objects.filter(last_seen__lt=now - timedelta(days=1)).delete()
     connections.close_all()  # the pool children must not inherit this connection
@@ -91,6 +100,7 @@ def _beat() -> None:
     while not _stop.wait(settings.EVALSITE_WORKER_HEARTBEAT_INTERVAL):
         try:
             beat_once()
+            _reap_for_the_lost()
         except Exception:  # a database blip: the next beat tries again on a fresh connection
             logger.warning("Worker heartbeat failed", exc_info=True)
             connections.close_all()
@@ -108,7 +118,55 @@ def beat_once() -> None:
     arrived = time.time()
     if arrived - last_ok > _lease_seconds():
         gap_end = arrived
+    if arrived - last_ok > 2 * settings.EVALSITE_WORKER_HEARTBEAT_INTERVAL:
+        _ROUGH.pack_into(_lease, _ROUGH_AT, arrived)
     _LEASE.pack_into(_lease, 0, now.timestamp(), gap_end)
+
+
+def heartbeat_rough() -> bool:
+    """Whether one of this worker's heartbeats missed its turn within the last TTL (the database
+    was slow or out of reach, or this host was). Then other workers' heartbeats may be old for
+    the same reason, and the reaper judges nobody by them (runs/engine/reaper.py)."""
+    (rough_at,) = _ROUGH.unpack_from(_lease, _ROUGH_AT)
+    return bool(WORKER_ID) and time.time() - rough_at < settings.EVALSITE_WORKER_HEARTBEAT_TTL
+
+
+# What this worker has sent the reaper for (a dead worker's name, or a worker's name and when it
+# lost its broker connection), and whether a send is on its way (at most one at a time).
+_reaped: set[tuple[str, str]] = set()
+_sending = threading.Lock()
+
+
+def _reap_for_the_lost() -> None:
+    """After a heartbeat: if a worker has died or lost its broker connection since the last look,
+    send the reaper now (at the front of the queue) rather than leave its cases to beat's next
+    pass. One small query a beat; a dead worker's row goes once the reaper has dealt with it.
+
+    The send is a thread of its own, so a broker out of reach never holds up the heartbeat; what
+    it failed to send is sent again on the next beat."""
+    cutoff = timezone.now() - timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_TTL)
+    lost = WorkerHeartbeat.objects.filter(
+        Q(last_seen__lt=cutoff) | Q(ended_at__isnull=False) | Q(broker_lost_at__isnull=False)
+    ).values_list("name", "broker_lost_at")
+    now_lost = {(name, f"broker lost {lost_at}" if lost_at else "dead") for name, lost_at in lost}
+    _reaped.intersection_update(now_lost)  # one back to life may die again later
+    new = now_lost - _reaped
+    if not new or not _sending.acquire(blocking=False):
+        return
+
+    def send() -> None:
+        from evalsite.celery import app
+        from evalsite.tasks import URGENT
+
+        try:
+            app.send_task("runs.tasks.run_reap", priority=URGENT, retry=False)
+            _reaped.update(new)
+        except Exception as error:  # the broker is out of reach: the next beat sends it
+            logger.info("Could not send the reaper yet (%r)", error)
+        finally:
+            _sending.release()
+
+    threading.Thread(target=send, name="worker-reap-now", daemon=True).start()
 
 
 def _lease_seconds() -> float:

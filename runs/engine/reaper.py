@@ -35,6 +35,7 @@ def run_reap() -> int:
     claim_cutoff = now - timedelta(seconds=settings.EVALSITE_STALE_CLAIM_SECONDS)
     queue_cutoff = now - timedelta(seconds=settings.EVALSITE_STALE_QUEUE_SECONDS)
     live, dead = _liveness(now)
+    ended = [worker.name for worker in dead if worker.ended_at]
     resend_cutoff = queue_cutoff
     if dead:
         # A killed worker also held messages it had taken from Redis but not started: late acks
@@ -48,9 +49,9 @@ def run_reap() -> int:
         # and Redis may have come back empty. Its claims made before are taken back at once,
         # and every case queued before is sent again (a copy still in Redis finds a new token).
         resend_cutoff = max(resend_cutoff, *cut_off.values())
-    queued = 0
-    for run_id in Run.objects.filter(status__in=Run.ACTIVE_STATUSES).values_list("id", flat=True):
-        queued += _run_reconcile(run_id, claim_cutoff, queue_cutoff, resend_cutoff, live, cut_off, read_at=now)
+    cutoffs = (claim_cutoff, queue_cutoff, resend_cutoff)
+    active = Run.objects.filter(status__in=Run.ACTIVE_STATUSES).values_list("id", flat=True)
+    queued = sum(_run_reconcile(run_id, *cutoffs, live, cut_off, read_at=now, ended=ended) for run_id in active)
     workers.workers_forget(dead)
     workers.broker_losses_forget(cut_off)
     _reap_settled(now, claim_cutoff)
@@ -59,16 +60,18 @@ def run_reap() -> int:
 
 def _liveness(now: Any) -> tuple[list[str] | None, list[WorkerHeartbeat]]:
     """(the workers alive now, the dead ones still to deal with); None alive when this pass
-    cannot tell (then claims are judged by their own timeout).
+    cannot tell (then claims are judged by their own timeout, but those of a worker its
+    supervisor saw die are still taken back: that needs no heartbeat).
 
     The pass then goes through the runs one by one, and a host back from a cut may claim
     meanwhile, alive though this list says otherwise: only claims made before `now`, less a
     heartbeat interval (a claim is committed just after its timestamp), are judged by it."""
     live = workers.live_worker_ids()
-    if workers.WORKER_ID and workers.WORKER_ID not in live:
-        # This worker's own heartbeat looks stale: the database was out of reach, so every
-        # heartbeat is old and proves nothing. Judge claims by their own timeout this pass.
-        return None, []
+    if workers.WORKER_ID and (workers.WORKER_ID not in live or workers.heartbeat_rough()):
+        # This worker's own heartbeat looks stale, or missed its turn within the TTL: the
+        # database was out of reach (or slow), so other heartbeats may be old for the same
+        # reason and prove nothing yet. Judge claims by their own timeout this pass.
+        return None, [worker for worker in workers.dead_workers() if worker.ended_at]
     # A claim is proof of life too: a worker that claimed (or refreshed a claim) within the
     # TTL is alive whatever its heartbeat row says, as when a host cut off from the network
     # comes back and the heartbeat it wrote during the cut lands late and stale. A worker its
@@ -102,12 +105,15 @@ def _run_reconcile(
     cut_off: dict[str, Any] | None = None,
     *,
     read_at: Any = None,
+    ended: list[str] | None = None,
 ) -> int:
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id, status__in=Run.ACTIVE_STATUSES).first()
         if run is None:
             return 0
-        stale = _stale(run, claim_cutoff, queue_cutoff, resend_cutoff, live_workers, cut_off, read_at=read_at)
+        stale = _stale(
+            run, claim_cutoff, queue_cutoff, resend_cutoff, live_workers, cut_off, read_at=read_at, ended=ended
+        )
         lost_ids, ahead_ids, resent_ids = _by_lane(stale)
         stale_ids = lost_ids + ahead_ids + resent_ids
         # A lane's other cases go back to pending. Each counts as asked: a lane saving its case
@@ -139,21 +145,21 @@ def _stale(
     cut_off: dict[str, Any] | None,
     *,
     read_at: Any = None,
+    ended: list[str] | None = None,
 ) -> list[tuple[int, bool, str, str]]:
     """The run's stale results: (id, lost, token, why its claim is taken back), each lane's case in
     hand first (the one it took first, whatever its id)."""
-    # Lost: a claim whose own heartbeat stopped, or at once one whose worker has stopped
-    # beating (killed; claims made outside a worker have no worker to ask), and a message
-    # that never reached a worker. Their run is a slot short: they go to the front.
+    # Lost: a claim whose own heartbeat stopped, or at once one of a worker gone (_gone: claims
+    # made outside a worker have none to ask), and a message that never reached a worker.
     lost = Q(status=Result.Status.RUNNING, claimed_at__lt=claim_cutoff) | Q(
         status=Result.Status.QUEUED, queued_at__lt=queue_cutoff
     )
-    gone = _gone(live_workers, read_at)
+    gone = _gone(live_workers, read_at, ended or [])
     # Claims of a worker, made before it lost its broker connection: their tasks were ended.
     broker_lost = Q(pk__in=[])
     for name, lost_at in (cut_off or {}).items():
         broker_lost |= Q(status=Result.Status.RUNNING, claimed_by=name, claimed_at__lt=lost_at)
-    lost |= gone | broker_lost
+    lost |= gone | broker_lost  # their run is a slot short: they go to the front
     # Queued before a worker died: most still wait their turn in Redis, so the copies sent
     # (in case the dead worker held one) take their turn at the back, not the front.
     resend = Q(status=Result.Status.QUEUED, queued_at__lt=resend_cutoff)
@@ -172,14 +178,16 @@ def _stale(
     )
 
 
-def _gone(live_workers: list[str] | None, read_at: Any) -> Q:
-    """Claims of a worker that is not alive, made before the pass read who is (_liveness)."""
+def _gone(live_workers: list[str] | None, read_at: Any, ended: list[str]) -> Q:
+    """Claims of a worker that is not alive, made before the pass read who is (_liveness), and
+    every claim of a worker its supervisor saw die (nothing of it runs, whatever the pass knows)."""
+    ended_claims = Q(status=Result.Status.RUNNING, claimed_by__in=ended) if ended else Q(pk__in=[])
     if live_workers is None:
-        return Q(pk__in=[])
+        return ended_claims
     gone = Q(status=Result.Status.RUNNING) & ~Q(claimed_by="") & ~Q(claimed_by__in=live_workers)
     if read_at is not None:
         gone &= Q(claimed_at__lt=read_at - timedelta(seconds=settings.EVALSITE_WORKER_HEARTBEAT_INTERVAL))
-    return gone
+    return gone | ended_claims
 
 
 def _by_lane(stale: list[tuple[int, bool, str, str]]) -> tuple[list[int], list[int], list[int]]:

@@ -51,6 +51,31 @@ def test_a_service_that_exits_is_restarted_with_a_doubling_backoff_and_its_cause
     assert "restarting it in 2 s (restart 2)" in capsys.readouterr().out
 
 
+def _ready_then_killed() -> subprocess.Popen:
+    """A worker that got to consuming, then was killed (kill -9, out of memory)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", "import os, signal; print('celery@here ready.', flush=True); os.kill(os.getpid(), 9)"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+
+
+def test_a_worker_killed_while_consuming_comes_back_after_the_first_delay_every_time(capsys):
+    # Not a worker failing to start: each kill, however soon after the last, costs the runs
+    # waiting for it the first delay only (it doubled: 1, 2, 4 s for three kills a minute).
+    command = _supervisor()
+    command._track("worker", _ready_then_killed(), stop_timeout=1, spawn=_ready_then_killed)
+    service = command.services[0]
+    for restart in (1, 2, 3):
+        service.process.wait(timeout=30)
+        command._keep_up(service)
+        assert service.ready
+        said = f"killed by SIGKILL (last line: celery@here ready.); restarting it in {BACKOFF_FIRST:.0f} s"
+        assert f"{said} (restart {restart})" in capsys.readouterr().out
+        service.restart_at = 0
+        command._keep_up(service)
+        assert service.restarts == restart and not service.ready
+
+
 def test_nothing_is_restarted_once_a_stop_was_requested():
     command = _supervisor()
     command._track("beat", _crasher(), stop_timeout=1, spawn=_crasher)

@@ -2,6 +2,7 @@
 
 import base64
 import json
+import time
 from datetime import timedelta
 
 import pytest
@@ -222,3 +223,34 @@ def test_a_dead_lane_holding_a_case_claimed_ahead_gets_one_slot_back_not_two(mak
     assert (held.status, held.token, held.claimed_by) == (Result.Status.PENDING, "", "")
     in_flight = Result.objects.filter(run=result.run, status__in=Result.IN_FLIGHT_STATUSES)
     assert in_flight.count() == 3 and len(set(in_flight.values_list("token", flat=True))) == 3
+
+
+def test_a_reaper_whose_heartbeat_missed_a_beat_lately_judges_no_worker_by_heartbeat(
+    make_dataset, alice, no_llm, settings, monkeypatch
+):
+    # The database was slow or out of reach a moment ago: the reaper's own heartbeat is fresh
+    # again, the others' may not be yet (issue 48: a TTL of 5 s is a short outage).
+    monkeypatch.setattr(workers, "WORKER_ID", "reaper:2")
+    _beat("reaper:2", 0)
+    _beat("slow:1", settings.EVALSITE_WORKER_HEARTBEAT_TTL + 1)
+    result = _claimed(make_dataset, alice, by="slow:1", seconds_ago=settings.EVALSITE_WORKER_HEARTBEAT_TTL + 2)
+    saved = bytes(workers._lease)
+    try:
+        workers._ROUGH.pack_into(workers._lease, workers._ROUGH_AT, time.time() - 1)
+        assert services.run_reap() == 0
+        assert Result.objects.get(pk=result.pk).token == result.token
+        assert WorkerHeartbeat.objects.filter(name="slow:1").exists()
+
+        # A worker its supervisor saw die needs no heartbeat to judge: its claims go back even so.
+        _beat("host:8:cd", 1)
+        ended = _claimed(make_dataset, alice, by="host:8:cd", seconds_ago=2)
+        workers.workers_end(host="host", pid=8)
+        assert services.run_reap() >= 1
+        assert Result.objects.get(pk=ended.pk).repeats == [{"cause": "worker_lost", "attempt": 2}]
+        assert Result.objects.get(pk=result.pk).token == result.token
+
+        workers._ROUGH.pack_into(workers._lease, workers._ROUGH_AT, 0.0)  # a TTL of steady beats later
+        assert services.run_reap() >= 1
+        assert Result.objects.get(pk=result.pk).status == Result.Status.QUEUED
+    finally:
+        workers._lease[:] = saved

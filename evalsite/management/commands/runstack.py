@@ -65,6 +65,7 @@ class Service:
     restarts: int = 0
     backoff: float = BACKOFF_FIRST
     restart_at: float | None = None  # set while it is dead and waiting for its restart
+    ready: bool = False  # the worker said " ready." (consuming) since it last started
 
     @property
     def running(self) -> bool:
@@ -230,7 +231,10 @@ class Command(BaseCommand):
         now = time.monotonic()
         if service.restart_at is None:
             self._pump(timeout=0)  # its last words first
-            if now - service.started_at >= BACKOFF_RESET_AFTER:
+            # A worker that was consuming when it died (kill -9, out of memory) is not failing to
+            # start: it comes back after the first delay, or each kill within a minute of the
+            # last would wait twice as long (runs wait for it; issue 48).
+            if now - service.started_at >= BACKOFF_RESET_AFTER or service.ready:
                 service.backoff = BACKOFF_FIRST
             service.restart_at = now + service.backoff
             self._say(
@@ -252,7 +256,7 @@ class Command(BaseCommand):
             service.backoff = min(service.backoff * 2, BACKOFF_MAX)
             return
         service.process, service.buffer, service.output = process, b"", []
-        service.started_at, service.restart_at = now, None
+        service.started_at, service.restart_at, service.ready = now, None, False
         service.restarts += 1
         self._watch(service)
         self._say(f"{service.name} restarted (pid {process.pid}, restart {service.restarts}).")
@@ -289,6 +293,7 @@ class Command(BaseCommand):
     def _print_line(self, service: Service, line: str) -> None:
         # Keep a short tail for readiness checks; the full log is on the terminal.
         service.output = [*service.output[-50:], line]
+        service.ready = service.ready or (service.name == "worker" and " ready." in line)
         prefix = f"{service.name:<6} |"
         if self.color:
             prefix = f"\033[{COLORS.get(service.name, '0')}m{prefix}\033[0m"
