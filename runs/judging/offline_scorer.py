@@ -27,16 +27,19 @@ import re
 from dataclasses import dataclass, field
 
 from evalsite.text import fact_terms, is_refusal, point_covered
+from runs.judging import behaviour as conduct
 
 # Who an expected answer names when it describes the agent's behaviour.
 # "The response / answer / reply" only before a modal ("The response should be brief"): "Response
 # times are 4 hours" and "The answer is 30 days" state facts.
 _ACTOR = (
-    r"(?:(?:the\s+|an?\s+|our\s+)?(?:support agent|agent|bot|chatbot|assistant)"
-    r"|the\s+(?:response|answer|reply)(?=\s+(?:should|must|will|shall|needs to|has to|is expected to)\b))"
+    r"(?:(?:the\s+|an?\s+|our\s+)?(?:support agent|support bot|virtual agent|virtual assistant|ai assistant|"
+    r"ai agent|agent|bot|chatbot|assistant)"
+    r"|(?:the\s+|its\s+)?(?:response|answer|reply)"
+    r"(?=\s+(?:should|must|will|shall|needs to|has to|is expected to|ought to)\b))"
 )
 # Words between the actor and its verb: "Agent should politely decline", "The bot must first ask".
-_MODAL = r"(?:should|must|will|shall|would|needs to|has to|is expected to|is able to|does|can)"
+_MODAL = r"(?:should|must|will|shall|would|needs to|has to|ought to|is expected to|is supposed to|is able to|does|can)"
 _MANNER = (
     r"(?:not|never|always|also|first|then|still|politely|clearly|briefly|kindly|gently|calmly|correctly|"
     r"immediately|promptly|empathetically|courteously|professionally|accurately|simply|only|just)"
@@ -63,6 +66,11 @@ _ACTIONS = frozenset(
     verifies looks calls uses opens creates follows keeps remains maintains handles treats warns
     instructs advises helps tries attempts gives sends collects gathers identifies recognises recognizes
     flags logs expresses shows displays refers points asks""".split()
+)
+# A second act after the reported words: "says it cannot help and suggests contacting support".
+_SECOND_ACTS = frozenset(
+    """apologises apologizes escalates suggests recommends offers declines refuses redirects directs
+    asks transfers""".split()
 )
 # Who the reported fact is told to, and "that": "tells the customer that X" reports X.
 _AUDIENCE = re.compile(
@@ -122,22 +130,27 @@ def _clauses(expected: str) -> list[str]:
     return [part for part in parts if fact_terms(part) or _ACTOR_CLAUSE.match(part)]
 
 
-def _classify(clause: str) -> tuple[list[str], list[str]]:
+def _classify(written: str) -> tuple[list[str], list[str]]:
     """(the facts the clause states, the behaviour it describes)."""
+    clause = conduct.without_opener(written)  # "If the customer is angry, apologise first"
     actor = _ACTOR_CLAUSE.match(clause)
-    first = clause.split(maxsplit=1)[0].lower()
-    continues = first in _ACTIONS or (first in _REPORTING and first.endswith("s"))  # "...; directs them"
+    first = conduct.instruction_verb(clause)
+    # "...; directs them", "Explains that...", and the instruction "Tell the customer that...".
+    continues = first in _ACTIONS or first in conduct.ACTIONS_MORE or first in _REPORTING
+    if actor is None and (_BARE_BEHAVIOUR.match(clause) or _CASE_SUBJECT.match(clause)):
+        return [], [written]
+    if actor is None and conduct.describes_behaviour(clause):
+        return [], [written]
     if actor is None and not continues:
-        if _BARE_BEHAVIOUR.match(clause) or _CASE_SUBJECT.match(clause):
-            return [], [clause]
-        return [clause], []
+        return [written], []
     rest = actor.group("rest") if actor else clause
     verb, _, reported = rest.partition(" ")
-    if verb.lower() in _TELLING:
+    verb = verb.lower().strip(".,;:!?")
+    if verb in _TELLING or verb == "tell":
         reported = _OBJECT.sub("", reported.strip(), count=1)
     reported = _AUDIENCE.sub("", reported.strip(), count=1).strip()
-    if verb.lower() not in _REPORTING or not reported or _ABSTRACT.match(reported):
-        return [], [clause]
+    if verb not in _REPORTING or not reported or _ABSTRACT.match(reported) or _reports_behaviour(reported):
+        return [], [written]
     facts, behaviour = [], []
     # "explains X, so the customer is eligible": X is a fact, the conclusion is about this case.
     for part in _CONCLUSION.split(reported):
@@ -147,6 +160,16 @@ def _classify(clause: str) -> tuple[list[str], list[str]]:
         elif part:
             facts.append(part)
     return facts, behaviour
+
+
+def _reports_behaviour(reported: str) -> bool:
+    """What a reporting verb reports is behaviour: how ("answers in Spanish", "only from the
+    documents"), the agent's own doing ("says it cannot help"), or a second act ("...and
+    suggests contacting support")."""
+    if conduct.REPORTED_MANNER.match(reported) or conduct.REPORTED_SELF.match(reported):
+        return True
+    words = {word.lower().strip(".,;:!?") for word in reported.split()}
+    return bool(words & _SECOND_ACTS)
 
 
 def _states_something(text: str) -> bool:
