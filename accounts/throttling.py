@@ -11,6 +11,17 @@ The address is the peer's, or behind LOGIN_TRUSTED_PROXIES reverse proxies the o
 outermost trusted proxy saw (X-Forwarded-For), so users behind one proxy do not share a
 counter and a client cannot choose its own address by forging the header.
 
+A browser that has signed in as a username holds a signed "known device" cookie for it
+(LOGIN_KNOWN_DEVICE_DAYS, 90 days): with it, that username's sign-in is counted against
+that device alone (LOGIN_THROTTLE_ATTEMPTS failures lock the device), never against the
+counters above. Behind a proxy the site was not told of (LOGIN_TRUSTED_PROXIES=0), every
+client shares the proxy's address, and an attacker's five bad passwords would lock that
+username for everyone; with the cookie, the users' own browsers still sign in while the
+attacker, who has none, stays throttled (the device cookies of OWASP's Authentication
+Cheat Sheet). A request that arrives with X-Forwarded-For or Forwarded while
+LOGIN_TRUSTED_PROXIES is 0 is logged, and noted in the cache for `check --deploy`
+(accounts/checks.py), which also warns when SECURE_PROXY_SSL_HEADER declares a proxy.
+
 Counters live in Django's cache, which settings point at Redis so that every web
 process shares them. When Redis cannot be reached, sign-in still works (unthrottled,
 with a logged warning): an outage of the cache must not lock every user out.
@@ -19,12 +30,15 @@ with a logged warning): an outage of the cache must not lock every user out.
 import hashlib
 import logging
 import math
+import secrets
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.conf import settings
+from django.core import signing
 from django.core.cache import cache
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 
 _PREFIX = "login-failures"
 logger = logging.getLogger(__name__)
@@ -54,6 +68,14 @@ def _limits(*, username: str, ip: str) -> dict[str, int]:
     }
 
 
+# Set, for a day, when a request came through a proxy the settings do not declare.
+PROXY_SEEN_KEY = f"{_PREFIX}:proxy-headers-seen"
+_PROXY_HEADERS = ("HTTP_X_FORWARDED_FOR", "HTTP_FORWARDED", "HTTP_X_REAL_IP")
+_proxy_warned = False
+_DEVICE_SALT = "accounts.throttling.known-device"
+_DEVICE_COOKIE = "evalsite_device_"
+
+
 def client_ip(request: HttpRequest) -> str:
     """The client's address: the peer's, or behind LOGIN_TRUSTED_PROXIES proxies the address the
     outermost of them saw. Each proxy appends the address it received the request from to
@@ -62,6 +84,8 @@ def client_ip(request: HttpRequest) -> str:
     proxies = settings.LOGIN_TRUSTED_PROXIES
     peer = request.META.get("REMOTE_ADDR") or "unknown"
     if proxies <= 0:
+        if any(request.META.get(header) for header in _PROXY_HEADERS):
+            _proxy_seen(peer)
         return peer
     forwarded = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if part.strip()]
     if not forwarded:
@@ -69,15 +93,45 @@ def client_ip(request: HttpRequest) -> str:
     return forwarded[-proxies] if len(forwarded) >= proxies else forwarded[0]
 
 
-def login_is_throttled(*, username: str, ip: str) -> bool:
-    limits = _limits(username=username, ip=ip)
+def _proxy_seen(peer: str) -> None:
+    """A request came through a proxy while LOGIN_TRUSTED_PROXIES is 0: every client then has the
+    proxy's address. Logged once per process; noted for `check --deploy` (accounts/checks.py)."""
+    global _proxy_warned
+    if not _proxy_warned:
+        _proxy_warned = True
+        logger.warning(
+            "A request from %s carries X-Forwarded-For or Forwarded, but LOGIN_TRUSTED_PROXIES is 0: every "
+            "client behind that proxy shares one address for sign-in throttling. Set LOGIN_TRUSTED_PROXIES "
+            "to the number of proxies in front of the site.",
+            peer,
+        )
+    _tolerant(lambda: cache.add(PROXY_SEEN_KEY, peer, timeout=24 * 3600), None)
+
+
+def proxy_headers_seen() -> str | None:
+    """The address of a proxy whose headers reached the site while LOGIN_TRUSTED_PROXIES is 0, in the last day."""
+    return _tolerant(lambda: cache.get(PROXY_SEEN_KEY), None)
+
+
+def _device_limits(device: str) -> dict[str, int]:
+    return {f"{_PREFIX}:device:{device}": settings.LOGIN_THROTTLE_ATTEMPTS}
+
+
+def _counted(*, username: str, ip: str, device: str | None) -> dict[str, int]:
+    """The counters a sign-in is held to: its known device's alone, or the three above."""
+    return _device_limits(device) if device else _limits(username=username, ip=ip)
+
+
+def login_is_throttled(*, username: str, ip: str, device: str | None = None) -> bool:
+    """`device`: the browser's known device for this username (`known_device`), if it has one."""
+    limits = _counted(username=username, ip=ip, device=device)
     counts: dict[str, Any] = _tolerant(lambda: cache.get_many(list(limits)), {})
     return any(count >= limits[key] for key, count in counts.items())
 
 
-def login_failure_record(*, username: str, ip: str) -> None:
+def login_failure_record(*, username: str, ip: str, device: str | None = None) -> None:
     """Count one failure. The window starts at the first failure (a fixed window)."""
-    _tolerant(lambda: _record(list(_limits(username=username, ip=ip))), None)
+    _tolerant(lambda: _record(list(_counted(username=username, ip=ip, device=device))), None)
 
 
 def _record(keys: list[str]) -> None:
@@ -90,11 +144,55 @@ def _record(keys: list[str]) -> None:
             cache.set(key, 1, timeout=settings.LOGIN_THROTTLE_WINDOW)
 
 
-def login_success_reset(*, username: str, ip: str) -> None:
-    """A successful sign-in clears the username's counters (from this address and overall);
-    the address counter stays, so one valid account cannot reset guessing against others."""
-    user_keys = [key for key in _limits(username=username, ip=ip) if not key.startswith(f"{_PREFIX}:ip:")]
+def login_success_reset(*, username: str, ip: str, device: str | None = None) -> None:
+    """A successful sign-in clears the username's counters (from this address and overall) and its
+    device's; the address counter stays, so one valid account cannot reset guessing against others.
+    From a known device it clears only the device's: the attacker's count against the username
+    goes on."""
+    if device:
+        user_keys = list(_device_limits(device))
+    else:
+        user_keys = [key for key in _limits(username=username, ip=ip) if not key.startswith(f"{_PREFIX}:ip:")]
     _tolerant(lambda: cache.delete_many(user_keys), None)
+
+
+def known_device(request: HttpRequest, username: str) -> str | None:
+    """The device this browser proved it is for `username`: the id in its signed cookie, set when
+    it signed in as that username within LOGIN_KNOWN_DEVICE_DAYS; None without a valid one."""
+    days = settings.LOGIN_KNOWN_DEVICE_DAYS
+    value = request.COOKIES.get(_device_cookie_name(username))
+    if days <= 0 or not value:
+        return None
+    try:
+        data = signing.loads(value, salt=_DEVICE_SALT, max_age=days * 24 * 3600)
+    except signing.BadSignature:  # tampered, another key's, or expired
+        return None
+    if not isinstance(data, dict) or data.get("user") != _user_hash(username) or not data.get("device"):
+        return None
+    return str(data["device"])
+
+
+def known_device_remember(response: HttpResponse, *, username: str, device: str | None) -> None:
+    """After a successful sign-in: (re)issue this browser's known-device cookie for `username`,
+    keeping its device id, for LOGIN_KNOWN_DEVICE_DAYS more days."""
+    days = settings.LOGIN_KNOWN_DEVICE_DAYS
+    if days <= 0:
+        return
+    value = signing.dumps({"user": _user_hash(username), "device": device or secrets.token_hex(16)}, salt=_DEVICE_SALT)
+    response.set_cookie(
+        _device_cookie_name(username),
+        value,
+        max_age=days * 24 * 3600,
+        path=reverse("accounts:login"),  # sent only to the sign-in page
+        secure=settings.SESSION_COOKIE_SECURE,
+        httponly=True,
+        samesite="Lax",
+    )
+
+
+def _device_cookie_name(username: str) -> str:
+    # One per username the browser signed in as; the name holds a hash, never the username.
+    return _DEVICE_COOKIE + _user_hash(username)[:16]
 
 
 def throttle_message() -> str:

@@ -32,6 +32,8 @@ from accounts.middleware import SESSION_KEY
 from accounts.models import Membership, Team
 from accounts.throttling import (
     client_ip,
+    known_device,
+    known_device_remember,
     login_failure_record,
     login_is_throttled,
     login_success_reset,
@@ -60,15 +62,18 @@ def login(request: AuthedRequest) -> HttpResponse:
     throttled = None
     if request.method == "POST":
         username, ip = request.POST.get("username", ""), client_ip(request)
+        device = known_device(request, username)  # a browser that signed in as this user before
         # Refuse before checking the password, so a throttled guesser learns nothing.
-        if login_is_throttled(username=username, ip=ip):
+        if login_is_throttled(username=username, ip=ip, device=device):
             throttled = throttle_message()
         elif form.is_valid():
             auth_login(request, form.get_user())
-            login_success_reset(username=username, ip=ip)
-            return redirect(_next_url(request))
+            login_success_reset(username=username, ip=ip, device=device)
+            response = redirect(_next_url(request))
+            known_device_remember(response, username=username, device=device)
+            return response
         else:
-            login_failure_record(username=username, ip=ip)
+            login_failure_record(username=username, ip=ip, device=device)
     context = {"form": form, "next": request.POST.get("next") or request.GET.get("next", ""), "throttled": throttled}
     return render(request, "accounts/login.html", context, status=429 if throttled else 200)
 

@@ -181,6 +181,9 @@ LOGIN_THROTTLE_WINDOW = env_int("LOGIN_THROTTLE_WINDOW", 300)
 # Reverse proxies in front of the web server that append to X-Forwarded-For (nginx, a load
 # balancer): 0 = none, the peer address is the client's. Behind one nginx, set 1.
 LOGIN_TRUSTED_PROXIES = env_int("LOGIN_TRUSTED_PROXIES", 0)
+# A browser that signed in as a user is known for this many days (a signed cookie): its sign-in
+# is throttled by its own failures, never locked by others' (accounts/throttling.py). 0 = off.
+LOGIN_KNOWN_DEVICE_DAYS = env_int("LOGIN_KNOWN_DEVICE_DAYS", 90)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
