@@ -169,4 +169,4 @@ def held_release(run: Run, token: str) -> None:
         error = budget.NOT_RUN
     else:
         error = STOPPED_NOT_RUN
-    held.update(status=Result.Status.SKIPPED, error=error)
+    held.update(status=Result.Status.SKIPPED, error=error, claimed_ahead=False)

@@ -66,7 +66,7 @@ FORMAT_NAME = "evalsite.run"
 FORMAT_VERSION = 1
 # Result fields the JSON leaves out: the foreign keys (nested or implied) and the
 # dispatch token, an internal detail of the case queue.
-RESULT_FIELDS_OMITTED = {"run", "case", "token", "rescored_from"}
+RESULT_FIELDS_OMITTED = {"run", "case", "token", "claimed_ahead", "rescored_from"}
 XLSX_CELL_LIMIT = 32_767
 # Characters XML 1.0 forbids: openpyxl refuses them, so they are dropped from cells.
 ILLEGAL_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
