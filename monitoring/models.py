@@ -265,6 +265,8 @@ class OnlineEvaluator(models.Model):
     alert_below = models.FloatField(null=True, blank=True)
     alert_webhook = models.URLField(max_length=500, blank=True)
     alert_email = models.EmailField(blank=True)
+    # Traces received up to here have been through the beat's selection sweep (monitoring/online/selection.py).
+    swept_until = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -299,9 +301,11 @@ class OnlineScore(models.Model):
     judge_config = models.ForeignKey(
         "runs.JudgeConfig", on_delete=models.PROTECT, null=True, blank=True, related_name="online_scores"
     )
-    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, null=True, blank=True, related_name="scores")
+    # SET_NULL: retention deletes old traces but keeps their scores' numbers, so the series keep
+    # their history (monitoring/online/retention.py clears the reasoning, which quotes the trace).
+    trace = models.ForeignKey(Trace, on_delete=models.SET_NULL, null=True, blank=True, related_name="scores")
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, null=True, blank=True, related_name="scores"
+        Conversation, on_delete=models.SET_NULL, null=True, blank=True, related_name="scores"
     )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     score = models.FloatField(null=True, blank=True)
@@ -312,6 +316,8 @@ class OnlineScore(models.Model):
     tokens = models.PositiveIntegerField(default=0)
     cost = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal(0))
     created_at = models.DateTimeField(auto_now_add=True)
+    # When a worker took the pending score up (a lease: the reaper re-queues it once stale).
+    claimed_at = models.DateTimeField(null=True, blank=True)
     scored_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
