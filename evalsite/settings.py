@@ -285,8 +285,11 @@ CELERY_BEAT_SCHEDULE = {
         "reap-stale-rule-maps": "datasets.tasks.dataset_rule_map_reap",
         "reap-stale-playground": "playground.tasks.exchange_reap",
         "reap-rewrite-jobs": "suggestions.tasks.rewrite_job_reap",
+        "reap-online-scores": "monitoring.tasks.online_reap",
     }.items()
 }
+# Traces past their team's retention (monitoring/online/retention.py), deleted in batches each hour.
+CELERY_BEAT_SCHEDULE["delete-old-traces"] = {"task": "monitoring.tasks.traces_retention", "schedule": 3600}
 
 # The LLM gateway (evalsite/llm.py). Empty model = no model configured.
 EVALSITE_LLM_MODEL = env_str("EVALSITE_LLM_MODEL")
