@@ -28,11 +28,13 @@ from accounts.models import Membership
 from accounts.services import api_token_create
 from datasets.models import Document
 from evalsite.api import api
+from monitoring.models import LearningCase
 from playground import services as playground_services
 from playground.models import Exchange
 from runs.engine import case as engine
 from suggestions.models import PreviewJob, RewriteJob
 from tests.factories import DatasetFactory, TestCaseFactory
+from tests.monitoring.factories import TraceFactory
 from tests.runs.review_helpers import CaseSpec, build_run
 
 pytestmark = pytest.mark.django_db
@@ -93,6 +95,10 @@ PAGE_ACTIONS: dict[str, str] = {
     "suggestions:verify": "api:suggestions_verify",
     "reviews:review": "api:review_post",
     "reviews:case_correct": "api:reviews_case_correct",
+    # monitoring: learning cases made from production traces
+    "monitoring:learning_case_create": "api:monitoring_learning_case_create",
+    "monitoring:learning_case_approve": "api:monitoring_learning_case_approve",
+    "monitoring:learning_case_reject": "api:monitoring_learning_case_reject",
 }
 
 READ_PAGES: set[str] = {
@@ -144,6 +150,11 @@ READ_PAGES: set[str] = {
     "reviews:agent_panel",
     "reviews:run_queue",
     "reviews:run_figures",
+    "monitoring:page",
+    "monitoring:traces",
+    "monitoring:trace",
+    "monitoring:learning",
+    "monitoring:learning_case",
 }
 
 EXEMPT: dict[str, str] = {
@@ -238,8 +249,14 @@ def real_kwargs(alice, agent, team) -> dict[str, Any]:
     version = agent.current_version
     exchange = Exchange.objects.create(agent=agent, version=version, created_by=alice, message="Hi")
     now = timezone.now()
+    trace = TraceFactory(agent=agent)
+    learning_case = LearningCase.objects.create(
+        agent=agent, trace=trace, otel_trace_id=trace.otel_trace_id, trace_time=now, reason="picked", question="Q"
+    )
     return {
         "agent_id": agent.pk,
+        "trace_id": trace.pk,
+        "learning_case_id": learning_case.pk,
         "dataset_id": dataset.pk,
         "case_pk": case.pk,
         "document_id": document.pk,

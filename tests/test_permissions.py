@@ -21,10 +21,12 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from accounts import services as account_services
 from accounts.models import ApiToken
 from datasets.models import Document
+from monitoring.models import LearningCase
 from playground.models import Exchange
 from runs.models import Result, Run, RunCase
 from suggestions.models import PreviewJob, RewriteJob, Suggestion
 from tests.factories import AgentFactory, DatasetFactory, TestCaseFactory
+from tests.monitoring.factories import TraceFactory
 
 EXCLUDED_NAMESPACES = {"admin", "api"}  # Django admin; the API has its own token tests below
 # Routes that are meant to be reachable without a session, and why.
@@ -50,6 +52,8 @@ AGENT_SCOPED = {
     "exchange_id",
     "job_id",
     "preview_id",
+    "trace_id",
+    "learning_case_id",
 }
 
 
@@ -156,7 +160,18 @@ def url_objects(team, alice, bob, agent) -> dict[str, int]:
         answer="Within 30 days.",
     )
     exchange.documents.add(document)
+    trace = TraceFactory(agent=agent)
+    learning_case = LearningCase.objects.create(
+        agent=agent,
+        trace=trace,
+        otel_trace_id=trace.otel_trace_id,
+        trace_time=trace.started_at,
+        reason="picked",
+        question=trace.question,
+    )
     return {
+        "trace_id": trace.pk,
+        "learning_case_id": learning_case.pk,
         "team_id": team.pk,
         "agent_id": agent.pk,
         "version_id": agent.current_version_id,

@@ -7,7 +7,8 @@ from datetime import timedelta
 import factory
 from django.utils import timezone
 
-from monitoring.models import Conversation, Feedback, OnlineEvaluator, Span, Trace
+from monitoring.models import Conversation, Feedback, OnlineEvaluator, OnlineScore, Span, Trace
+from runs.models import JudgeConfig
 from tests.factories import AgentFactory
 
 
@@ -81,3 +82,31 @@ class OnlineEvaluatorFactory(factory.django.DjangoModelFactory):
     name = factory.Sequence(lambda n: f"Helpfulness {n}")
     sampling_rate = 1.0
     scoring = factory.LazyFunction(lambda: {"evaluation_criteria": "The answer is correct and helpful."})
+
+
+class JudgeConfigFactory(factory.django.DjangoModelFactory):
+    """An online judge's configuration (no dataset), numbered in sequence."""
+
+    class Meta:
+        model = JudgeConfig
+
+    number = factory.Sequence(lambda n: n + 1)
+    fingerprint = factory.LazyFunction(lambda: _hex(64))
+    judge_model = "openai/judge-model"
+
+
+class OnlineScoreFactory(factory.django.DjangoModelFactory):
+    """A finished online score of a trace: 8/10, passed, unless told otherwise."""
+
+    class Meta:
+        model = OnlineScore
+
+    trace = factory.SubFactory(TraceFactory)
+    evaluator = factory.SubFactory(OnlineEvaluatorFactory, agent=factory.SelfAttribute("..trace.agent"))
+    judge_config = factory.SubFactory(JudgeConfigFactory)
+    status = OnlineScore.Status.SCORED
+    score = 8.0
+    passed = factory.LazyAttribute(lambda s: s.score is not None and s.score >= 7)
+    verdict = factory.LazyAttribute(lambda s: "pass" if s.passed else "fail")
+    reasoning = "The answer names the right steps."
+    scored_at = factory.LazyFunction(timezone.now)
