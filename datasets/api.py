@@ -229,7 +229,8 @@ class MappingIn(StrictSchema):
     mapping: dict[str, Any] | None = Field(
         None,
         description='How columns become fields, e.g. {"Test plan": {"Question": "question", "Scenario": "ignore"}, '
-        '"Glossary": "skip"}: keys are sheet or table names (or "*"), columns are headers, letters or numbers, '
+        '"Glossary": "skip"}: keys are sheet or table names (or "*" for every table no other key names), '
+        "columns are headers, letters or numbers, "
         "fields are question, quoted_question (the user message quoted in the column's steps), expected_answer, "
         "document_context, tags, case_id, judge_guideline, metadata or ignore; several columns mapped to one text "
         "field are joined. Omitted: the suggested mapping.",

@@ -16,7 +16,8 @@ Dataset.mapping:
 
 The same choice comes from the command line and the API as JSON (`mapping_from_json`):
 {"Cases": {"Question": "question", "Scenario": "ignore"}, "Glossary": "skip"}, keyed by
-sheet or table name (or "*" for every table), columns by header, letter or number.
+sheet or table name (or "*" for every table no other key names), columns by header, letter or
+number.
 """
 
 from __future__ import annotations
@@ -126,7 +127,9 @@ def mapping_from_json(*, tables: list[dict[str, Any]], raw: Any) -> dict[str, An
     per_table = {"*": raw} if flat else raw
     problems: list[str] = []
     choice: dict[str, Any] = {"tables": {}}
-    for label, columns in per_table.items():
+    # "*" is every table a named key does not name: it goes first, so a named sheet wins
+    # whatever the key order ({"*": "skip", "Test plan": {...}} keeps the test plan).
+    for label, columns in sorted(per_table.items(), key=lambda item: item[0] != "*"):
         targets = tables if label == "*" else [t for t in tables if _table_key(t) == _label_key(label)]
         if not targets:
             known = ", ".join(f"“{_table_name(t)}”" for t in tables) or "none"
@@ -134,8 +137,8 @@ def mapping_from_json(*, tables: list[dict[str, Any]], raw: Any) -> dict[str, An
             continue
         for table in targets:
             entry = choice["tables"].setdefault(table["key"], {"skip": False, "columns": {}})
-            if columns == "skip" or columns is None:
-                entry["skip"] = True
+            entry["skip"] = columns == "skip" or columns is None
+            if entry["skip"]:
                 continue
             if columns == "include":
                 continue

@@ -68,3 +68,37 @@ def test_a_dataset_not_waiting_for_a_mapping_is_a_409(api_client, agent):
     response = api_client.post(_url(dataset, "/mapping"), {}, content_type="application/json")
 
     assert response.status_code == 409 and "not waiting for a column mapping" in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"*": "skip", "Test plan": {"Scenario": "question"}},
+        {"Test plan": {"Scenario": "question"}, "*": "skip"},
+        {"*": "skip", "Test plan": "include"},
+    ],
+    ids=["star-first", "star-last", "star-and-include"],
+)
+def test_star_is_every_table_a_named_key_does_not_name(api_client, agent, raw):
+    """The docstring offers "*" for every table: a sheet named beside it wins, whatever the key order
+    (issue 48: {"*": "skip", "Test plan": {...}} was refused with 422 "Every table is skipped")."""
+    dataset = extract(agent, "plan.xlsx", _plan_workbook(), confirm=False)
+
+    response = api_client.post(_url(dataset, "/mapping"), {"mapping": raw}, content_type="application/json")
+
+    assert response.status_code == 202, response.content
+    dataset_extract(dataset_id=dataset.pk)
+    dataset.refresh_from_db()
+    assert dataset.cases.count() == 3
+    assert dataset.mapping["chosen"]["tables"]["1"]["skip"] is True  # the Glossary, by "*"
+
+
+def test_star_alone_maps_every_table(api_client, agent):
+    dataset = extract(agent, "plan.xlsx", _plan_workbook(), confirm=False)
+
+    response = api_client.post(
+        _url(dataset, "/mapping"), {"mapping": {"*": {"Scenario": "question"}}}, content_type="application/json"
+    )
+
+    assert response.status_code == 202, response.content
+    assert dataset.__class__.objects.get(pk=dataset.pk).mapping["chosen"]["tables"]["0"]["columns"]["2"] == "question"

@@ -37,7 +37,8 @@ class Command(BaseCommand):
             "--mapping",
             default=None,
             help='Column mapping as JSON, e.g. \'{"Test plan": {"Question": "question", "Scenario": "ignore"}, '
-            '"Glossary": "skip"}\' (keys: sheet or table names, or "*"; columns by header, letter or number; '
+            '"Glossary": "skip"}\' (keys: sheet or table names, or "*" for every table no other key names; '
+            "columns by header, letter or number; "
             "fields: question, quoted_question, expected_answer, document_context, tags, case_id, judge_guideline, "
             "metadata, ignore; several columns mapped to one text field are joined). Without it the suggested "
             "mapping is used.",
