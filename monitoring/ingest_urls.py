@@ -1,7 +1,11 @@
 """OTLP/HTTP ingestion at the path OpenTelemetry exporters use by default: /v1/traces."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from monitoring.ingest import views
 
 app_name = "ingest"
 
-urlpatterns: list = []
+urlpatterns = [
+    path("traces", views.traces_export, name="traces"),
+]

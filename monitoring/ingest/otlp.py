@@ -36,7 +36,7 @@ MAX_NANOS = 2**63 - 1  # a BigIntegerField
 KINDS = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
 STATUS_CODES = {1: "ok", 2: "error"}
 # google.rpc.Code, for the Status of an error answer.
-RPC_CODES = {400: 3, 401: 16, 413: 8, 415: 3}
+RPC_CODES = {400: 3, 401: 16, 413: 8, 415: 3, 503: 14}
 
 
 class OtlpError(Exception):

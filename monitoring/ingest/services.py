@@ -1,0 +1,343 @@
+"""Storing what an app sends: OTLP spans (`traces_ingest`), plain JSON traces (`trace_record`) and
+end-user feedback (`feedback_record`).
+
+One request is a few queries whatever its size: the team's service mappings, the agents its spans
+name, their masking switches, the traces already stored (and their spans, to merge), the
+conversations; then one bulk insert of traces, one bulk update, one bulk insert of spans and one
+update linking feedback that came before its trace. Spans of one trace may come in several
+requests (the SDK's batch processor exports as spans end): each request adds its spans and the
+trace's summary is read again from all of them. A span sent twice (an exporter's retry) is kept
+once. After commit, `monitoring.online.hooks.traces_ingested` may enqueue the online evaluators'
+selection; it never scores in the request.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, OuterRef, Q, Subquery
+from django.utils import timezone
+
+from accounts.models import Team
+from agents.models import Agent
+from monitoring.ingest import conventions, masking
+from monitoring.ingest.otlp import DecodedSpan, clip, nanos_to_datetime
+from monitoring.models import AgentMonitoring, Conversation, Feedback, ServiceMapping, Span, Trace
+
+AGENT_ATTRIBUTE = "evalsite.agent"  # an agent's id or name, on the resource or any span
+_SUMMARY_FIELDS = [
+    "agent",
+    "conversation",
+    "service_name",
+    "name",
+    "started_at",
+    "ended_at",
+    "duration_ms",
+    "status",
+    "error",
+    "model",
+    "messages",
+    "question",
+    "answer",
+    "tool_calls",
+    "retrieval_documents",
+    "input_tokens",
+    "output_tokens",
+    "cost",
+    "user_id",
+    "tags",
+    "attributes",
+    "masked",
+    "span_count",
+]
+
+
+@dataclass
+class _Group:
+    """One trace's spans of this request, with what the rest of the request says of it."""
+
+    trace_id: str
+    service_name: str = ""
+    resource: dict[str, Any] = field(default_factory=dict)
+    spans: list[Span] = field(default_factory=list)
+    agent: Agent | None = None
+    masked: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class IngestResult:
+    trace_ids: list[int]
+    spans_stored: int
+
+
+def traces_ingest(*, team: Team, spans: list[DecodedSpan]) -> IngestResult:
+    """Store the request's spans for `team`: new traces made, known ones merged, conversations
+    and agents found, personal data masked (unless the agent turned it off), early feedback linked."""
+    groups = _groups(spans)
+    if not groups:
+        return IngestResult(trace_ids=[], spans_stored=0)
+    _assign_agents(team, groups)
+    _mask(groups)
+    with transaction.atomic():
+        traces, stored = _store(team, groups)
+        trace_ids = [trace.pk for trace in traces]
+        _link_feedback(team, trace_ids)
+        _after_commit(trace_ids)
+    return IngestResult(trace_ids=trace_ids, spans_stored=stored)
+
+
+def _groups(spans: list[DecodedSpan]) -> dict[str, _Group]:
+    groups: dict[str, _Group] = {}
+    seen: set[tuple[str, str]] = set()
+    for decoded in spans:
+        key = (decoded.trace_id, decoded.span.span_id)
+        if key in seen:
+            continue  # the same span twice in one request
+        seen.add(key)
+        group = groups.setdefault(decoded.trace_id, _Group(trace_id=decoded.trace_id))
+        group.spans.append(decoded.span)
+        if not group.service_name and decoded.service_name:
+            group.service_name = decoded.service_name
+        group.resource = {**decoded.resource, **group.resource}
+    return groups
+
+
+def _assign_agents(team: Team, groups: dict[str, _Group]) -> None:
+    """The agent of each trace: an explicit `evalsite.agent` attribute, else the team's mapping of
+    its service name, else none (the trace is kept, shown under its service)."""
+    explicit = {trace_id: _explicit_agent(group) for trace_id, group in groups.items()}
+    wanted = {value for value in explicit.values() if value}
+    by_key: dict[str, Agent] = {}
+    if wanted:
+        ids = [int(value) for value in wanted if value.isdigit() and len(value) < 10]
+        for agent in Agent.objects.filter(team=team).filter(Q(pk__in=ids) | Q(name__in=wanted)).order_by("pk"):
+            by_key[str(agent.pk)] = agent
+            by_key.setdefault(agent.name, agent)
+    services = {group.service_name for group in groups.values()}
+    mapped = {
+        mapping.service_name: mapping.agent
+        for mapping in ServiceMapping.objects.filter(team=team, service_name__in=services).select_related("agent")
+    }
+    for trace_id, group in groups.items():
+        group.agent = by_key.get(explicit[trace_id] or "") or mapped.get(group.service_name)
+
+
+def _explicit_agent(group: _Group) -> str:
+    for attributes in (group.resource, *(span.attributes for span in group.spans)):
+        value = attributes.get(AGENT_ATTRIBUTE)
+        if value not in (None, ""):
+            return clip(value, 120).strip()
+    return ""
+
+
+def masking_off(agent_ids: set[int]) -> set[int]:
+    """The agents (of these) whose team turned masking off; masking is on for every other agent
+    and for traces of no agent."""
+    if not agent_ids:
+        return set()
+    return set(
+        AgentMonitoring.objects.filter(agent_id__in=agent_ids, mask_personal_data=False).values_list(
+            "agent_id", flat=True
+        )
+    )
+
+
+def _mask(groups: dict[str, _Group]) -> None:
+    off = masking_off({group.agent.pk for group in groups.values() if group.agent})
+    for group in groups.values():
+        if group.agent and group.agent.pk in off:
+            continue
+        for span in group.spans:
+            group.masked = masking.add_counts(group.masked, masking.mask_span(span))
+        group.resource, counts = masking.mask(group.resource)
+        group.masked = masking.add_counts(group.masked, counts)
+
+
+def _store(team: Team, groups: dict[str, _Group]) -> tuple[list[Trace], int]:
+    existing = {
+        trace.otel_trace_id: trace
+        for trace in Trace.objects.filter(team=team, otel_trace_id__in=list(groups))
+        .select_related("agent")
+        .select_for_update(of=("self",))
+    }
+    stored_spans: dict[int, list[Span]] = defaultdict(list)
+    if existing:
+        for span in Span.objects.filter(trace__in=list(existing.values())):
+            stored_spans[span.trace_id].append(span)
+    summaries: dict[str, dict[str, Any]] = {}
+    new_spans: dict[str, list[Span]] = {}
+    for trace_id, group in groups.items():
+        known = existing.get(trace_id)
+        before = stored_spans.get(known.pk, []) if known else []
+        ids = {span.span_id for span in before}
+        new_spans[trace_id] = [span for span in group.spans if span.span_id not in ids]
+        summaries[trace_id] = _summary(group, before, new_spans[trace_id], known)
+    conversations = _conversations(team, groups, summaries)
+    traces = _write_traces(team, groups, summaries, existing, conversations)
+    rows = []
+    for trace in traces:
+        for span in new_spans[trace.otel_trace_id]:
+            span.trace = trace
+            rows.append(span)
+    Span.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+    _count_conversation_traces(conversations)
+    return traces, len(rows)
+
+
+def _summary(group: _Group, before: list[Span], new: list[Span], known: Trace | None) -> dict[str, Any]:
+    spans = before + new
+    found = conventions.summarise(spans)
+    root = found.pop("root")
+    start = min(span.start_time_unix_nano for span in spans)
+    end = max(span.end_time_unix_nano for span in spans)
+    attributes = {**(known.attributes if known else {}), **group.resource, **root.attributes}
+    return {
+        **{key: found[key] for key in ("messages", "question", "answer", "model", "tool_calls", "tags")},
+        "retrieval_documents": found["retrieval_documents"],
+        "input_tokens": found["input_tokens"],
+        "output_tokens": found["output_tokens"],
+        "cost": Decimal(str(round(found["cost"], 6))),
+        "status": found["status"],
+        "error": found["error"],
+        "user_id": clip(found["user_id"], 200),
+        "session_id": clip(found["session_id"], 200),
+        "agent": group.agent or (known.agent if known else None),
+        "service_name": group.service_name or (known.service_name if known else ""),
+        "name": clip(root.name, 300),
+        "started_at": nanos_to_datetime(start),
+        "ended_at": nanos_to_datetime(end),
+        "duration_ms": min(max(0, end - start) // 1_000_000, 2**31 - 1),
+        "attributes": attributes,
+        "masked": masking.add_counts(known.masked if known else {}, group.masked),
+        "span_count": len(spans),
+    }
+
+
+def _conversations(
+    team: Team, groups: dict[str, _Group], summaries: dict[str, dict[str, Any]]
+) -> dict[str, Conversation]:
+    """The conversation of each session named, made when new (a concurrent request making the same
+    one is no error), its times widened to the traces'."""
+    sessions: dict[str, dict[str, Any]] = {}
+    for summary in summaries.values():
+        session = summary["session_id"]
+        if not session:
+            continue
+        seen = sessions.setdefault(session, {"start": summary["started_at"], "end": summary["ended_at"]})
+        seen["start"], seen["end"] = min(seen["start"], summary["started_at"]), max(seen["end"], summary["ended_at"])
+        seen.setdefault("agent", summary["agent"])
+    if not sessions:
+        return {}
+    Conversation.objects.bulk_create(
+        [
+            Conversation(
+                team=team,
+                agent=seen["agent"],
+                session_id=session,
+                started_at=seen["start"],
+                last_activity_at=seen["end"],
+            )
+            for session, seen in sessions.items()
+        ],
+        ignore_conflicts=True,
+    )
+    found = {c.session_id: c for c in Conversation.objects.filter(team=team, session_id__in=list(sessions))}
+    for session, conversation in found.items():
+        seen = sessions[session]
+        conversation.started_at = min(conversation.started_at, seen["start"])
+        conversation.last_activity_at = max(conversation.last_activity_at, seen["end"])
+        if conversation.agent_id is None:
+            conversation.agent = seen["agent"]
+    return found
+
+
+def _write_traces(
+    team: Team,
+    groups: dict[str, _Group],
+    summaries: dict[str, dict[str, Any]],
+    existing: dict[str, Trace],
+    conversations: dict[str, Conversation],
+) -> list[Trace]:
+    new: list[Trace] = []
+    for trace_id, summary in summaries.items():
+        values = {key: value for key, value in summary.items() if key != "session_id"}
+        values["conversation"] = conversations.get(summary["session_id"])
+        trace = existing.get(trace_id)
+        if trace is None:
+            new.append(Trace(team=team, otel_trace_id=trace_id, **values))
+        else:
+            for key, value in values.items():
+                setattr(trace, key, value)
+    if new:
+        # An upsert: a concurrent request that made the same trace first is updated, never an error.
+        Trace.objects.bulk_create(
+            new,
+            update_conflicts=True,
+            unique_fields=["team", "otel_trace_id"],
+            update_fields=_SUMMARY_FIELDS,
+            batch_size=500,
+        )
+    if existing:
+        now = timezone.now()
+        for trace in existing.values():
+            trace.updated_at = now
+        Trace.objects.bulk_update(list(existing.values()), _SUMMARY_FIELDS + ["updated_at"], batch_size=500)
+    return new + list(existing.values())
+
+
+def _count_conversation_traces(conversations: dict[str, Conversation]) -> None:
+    if not conversations:
+        return
+    counts = dict(
+        Trace.objects.filter(conversation__in=list(conversations.values()))
+        .values_list("conversation")
+        .annotate(n=Count("id"))
+    )
+    for conversation in conversations.values():
+        conversation.trace_count = counts.get(conversation.pk, 0)
+    Conversation.objects.bulk_update(
+        list(conversations.values()), ["started_at", "last_activity_at", "agent", "trace_count"]
+    )
+
+
+def _link_feedback(team: Team, trace_ids: list[int]) -> None:
+    """Feedback that came before its trace is linked now (one update)."""
+    if not trace_ids:
+        return
+    Feedback.objects.filter(
+        team=team,
+        trace__isnull=True,
+        otel_trace_id__in=Trace.objects.filter(pk__in=trace_ids).values("otel_trace_id"),
+    ).update(trace=Subquery(Trace.objects.filter(team=team, otel_trace_id=OuterRef("otel_trace_id")).values("pk")[:1]))
+
+
+def _after_commit(trace_ids: list[int]) -> None:
+    from monitoring.online import hooks
+
+    transaction.on_commit(lambda: hooks.traces_ingested(trace_ids), robust=True)
+
+
+def feedback_record(
+    *, team: Team, otel_trace_id: str, kind: str, value: float, comment: str = "", user_id: str = ""
+) -> Feedback:
+    """An end user's feedback on a trace, linked to it when it is in (else when it comes); the
+    comment masked as the trace's would be. The online evaluators hear of it, for their filters."""
+    trace = Trace.objects.filter(team=team, otel_trace_id=otel_trace_id).select_related("agent").first()
+    if not (trace and trace.agent_id and trace.agent_id in masking_off({trace.agent_id})):
+        comment, _ = masking.mask(comment)
+    feedback = Feedback.objects.create(
+        team=team,
+        trace=trace,
+        otel_trace_id=otel_trace_id,
+        kind=kind,
+        value=value,
+        comment=comment,
+        user_id=clip(user_id, 200),
+    )
+    if trace is not None:
+        _after_commit([trace.pk])
+    return feedback
