@@ -37,6 +37,8 @@ class Parsed:
 
 
 def read(path: str, file_type: str) -> Parsed:
+    from datasets.extraction.markdown import read_markdown  # it builds on this module's text decoding
+
     readers = {
         "xlsx": read_xlsx,
         "xls": read_xls,
@@ -299,13 +301,6 @@ def _tables_text(tables: list[Table]) -> str:
 
 # ---- text formats ----------------------------------------------------------------
 
-_TABLE_DELIMITER = re.compile(r"^\s*\|?\s*:?-{1,}:?\s*(\|\s*:?-{1,}:?\s*)*\|?\s*$")
-
-
-def _read_text(path: str) -> tuple[str, list[dict[str, str]], list[int]]:
-    with open(path, "rb") as handle:
-        return decode_text(handle.read())
-
 
 def decode_text(raw: bytes) -> tuple[str, list[dict[str, str]], list[int]]:
     """The file's text, what was changed to read it, and the lines with invalid bytes."""
@@ -315,7 +310,7 @@ def decode_text(raw: bytes) -> tuple[str, list[dict[str, str]], list[int]]:
         lines = [number for number, line in enumerate(raw.split(b"\n"), start=1) if b"\x00" in line]
         warnings.append(
             {
-                "where": _lines_label(lines),
+                "where": lines_label(lines),
                 "message": f"The file held {nuls:,} NUL bytes (invisible control characters, often left by a "
                 "broken export); they were removed and the text read as it is.",
             }
@@ -346,62 +341,16 @@ def decode_text(raw: bytes) -> tuple[str, list[dict[str, str]], list[int]]:
             "The file is not UTF-8, so it was read as Windows-1252 (Western European), the encoding Excel uses on "
             "Windows. If accented letters look wrong on these lines, save the file as “CSV UTF-8” and upload it again."
         )
-    warnings.append({"where": _lines_label(bad_lines), "message": message})
+    warnings.append({"where": lines_label(bad_lines), "message": message})
     return text, warnings, bad_lines
 
 
-def _lines_label(lines: list[int]) -> str:
+def lines_label(lines: list[int]) -> str:
     if not lines:
         return ""
     shown = ", ".join(str(line) for line in lines[:10])
     more = f" and {len(lines) - 10} more" if len(lines) > 10 else ""
     return f"{'line' if len(lines) == 1 else 'lines'} {shown}{more}"
-
-
-def read_markdown(path: str) -> Parsed:
-    text, warnings, _ = _read_text(path)
-    lines = text.splitlines()
-    tables: list[Table] = []
-    prose: list[str] = []
-    index = 0
-    while index < len(lines):
-        line = lines[index]
-        if (
-            "|" in line
-            and index + 1 < len(lines)
-            and _TABLE_DELIMITER.match(lines[index + 1])
-            and "-" in lines[index + 1]
-        ):
-            table = Table(label="", unit="line")
-            table.rows.append((index + 1, _markdown_cells(line)))
-            index += 2
-            while index < len(lines) and "|" in lines[index] and lines[index].strip():
-                table.rows.append((index + 1, _markdown_cells(lines[index])))
-                index += 1
-            tables.append(table)
-            # The prose keeps one (empty) line per table line, so its line numbers are the file's.
-            prose.extend([""] * (index - len(prose)))
-            continue
-        prose.append(line)
-        index += 1
-    for table in tables:
-        table.rows = [(number, cells) for number, cells in table.rows if cells]
-    prose_text = "\n".join(prose) if any(line.strip() for line in prose) else ""
-    return Parsed(tables=tables, pages=[(None, prose_text)], text=text[:MAX_TEXT_CHARS], warnings=warnings)
-
-
-def _markdown_cells(line: str) -> dict[int, str]:
-    line = line.strip()
-    line = line.removeprefix("|")
-    if line.endswith("|") and not line.endswith("\\|"):
-        line = line[:-1]
-    cells = re.split(r"(?<!\\)\|", line)
-    values = {}
-    for index, cell in enumerate(cells):
-        cell = re.sub(r"<br\s*/?>", "\n", cell.replace("\\|", "|"), flags=re.IGNORECASE).strip()
-        if cell:
-            values[index + 1] = cell
-    return values
 
 
 def read_docx(path: str) -> Parsed:

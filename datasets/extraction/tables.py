@@ -267,14 +267,37 @@ def table_cases(table: Table, plan: Plan) -> list[dict[str, Any]]:
             plan.dropped.append(row_number)
             continue
         case["warnings"].extend(table.notes.get(row_number, []))
-        width = table.widths.get(row_number)
-        if header_width and width and width != header_width:
-            case["warnings"].append(
-                f"The row has {width} fields but the header has {header_width}; check the cells were read "
-                "into the right columns."
-            )
+        case["warnings"].extend(_shape_warnings(plan, cells, table.widths.get(row_number), header_width))
         cases.append(case)
     return cases
+
+
+def _shape_warnings(plan: Plan, cells: dict[int, str], width: int | None, header_width: int | None) -> list[str]:
+    """A row with more or fewer cells than its header (CSV, Markdown), and cells under no header:
+    what was padded, and where the extra cells went (kept as metadata by _row_case)."""
+    unheaded = sorted(column for column, text in cells.items() if column not in plan.headers and text.strip())
+    warnings = []
+    check = "check the cells were read into the right columns."
+    if width and header_width and width > header_width:
+        extra = [column for column in unheaded if column > header_width]
+        unheaded = [column for column in unheaded if column <= header_width]
+        kept = (
+            f"the cells past the last header were kept as metadata ({_column_names(extra)})"
+            if extra
+            else "the cells past the last header are empty"
+        )
+        warnings.append(f"The row has {width} cells but the header has {header_width}: {kept}; {check}")
+    elif width and header_width and width < header_width:
+        missing = [plan.headers[c] for c in sorted(plan.headers) if c > width and plan.columns.get(c) != "ignore"]
+        padded = ", ".join(f"“{header}”" for header in missing[:5]) or "the last columns"
+        warnings.append(f"The row has {width} cells but the header has {header_width}: {padded} left empty; {check}")
+    if unheaded:
+        warnings.append(f"Cells under no header were kept as metadata ({_column_names(unheaded)}).")
+    return warnings
+
+
+def _column_names(columns: list[int]) -> str:
+    return ", ".join(f"“Column {column_letter(column)}”" for column in columns[:10])
 
 
 def _row_case(table: Table, row_number: int, cells: dict[int, str], plan: Plan) -> dict[str, Any] | None:
@@ -303,6 +326,10 @@ def _row_case(table: Table, row_number: int, cells: dict[int, str], plan: Plan) 
             _quoted_question(case, header, text, warnings)
         else:
             parts.setdefault(name, []).append((header, text))
+    for column, raw in cells.items():
+        # A cell under no header (past the header's end, or under an empty header cell) is kept.
+        if column not in plan.headers and raw.strip():
+            case["metadata"][f"Column {column_letter(column)}"] = raw.strip()[:MAX_METADATA_CHARS]
     for name, found in parts.items():
         text = found[0][1] if len(found) == 1 else "\n".join(f"{header}: {text}" for header, text in found)
         limit = MAX_CASE_ID_CHARS if name == "case_id" else MAX_TEXT_CHARS

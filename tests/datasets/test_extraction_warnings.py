@@ -57,9 +57,11 @@ def test_csv_rows_with_the_wrong_number_of_fields(agent):
 
     case = _case(dataset, "How long")
     assert case.import_warnings == [
-        "The row has 4 fields but the header has 3; check the cells were read into the right columns."
+        "The row has 4 cells but the header has 3: the cells past the last header were kept as metadata "
+        "(“Column D”); check the cells were read into the right columns."
     ]
-    assert any(w.startswith("cases.csv, row 2: The row has 4 fields") for w in _warnings(dataset))
+    assert case.metadata == {"Column D": "extra"}
+    assert any(w.startswith("cases.csv, row 2: The row has 4 cells") for w in _warnings(dataset))
 
 
 def test_an_unclosed_quote_that_swallows_lines_is_named(agent):
