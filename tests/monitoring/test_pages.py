@@ -347,3 +347,21 @@ def test_a_score_that_does_not_count_says_so(client_alice, agent):
 
     assert "Judge answer unusable" in body
     assert "Not counted: empty reply" in body
+
+
+def test_masked_personal_data_is_marked_as_masked_and_text_stays_escaped(client_alice, agent):
+    trace = TraceFactory(
+        agent=agent,
+        question="Mail me at [masked:email] <script>alert(1)</script>",
+        messages=[{"role": "user", "content": "Mail me at [masked:email] <script>alert(1)</script>"}],
+        tool_calls=[{"name": "crm", "arguments": '{"card": "[masked:card]"}', "result": "", "id": ""}],
+        masked={"email": 1, "card": 1},
+    )
+
+    body = client_alice.get(_url("trace", agent, trace.pk)).content.decode()
+
+    assert '<mark class="masked" title="Masked before storage">email masked</mark>' in body
+    assert '<mark class="masked" title="Masked before storage">card masked</mark>' in body
+    assert "<script>alert(1)" not in body and "&lt;script&gt;alert(1)" in body
+    assert "[masked:email]" not in body
+    assert "Personal data was masked before this trace was stored: 1 email, 1 card." in body
