@@ -7,10 +7,8 @@ Another team's agent is a 404, never a 403. Bad input is a 422 whose `detail` li
 A refusal by a rule (a run in progress, nothing to roll back) is a 409 with `detail`.
 """
 
-from __future__ import annotations
-
 import json
-from typing import Any
+from typing import Annotated, Any
 
 from django.core.exceptions import ValidationError
 from django.db.models import Q
@@ -37,6 +35,7 @@ from evalsite.api_errors import (
 from evalsite.http import ApiRequest
 from evalsite.idempotency import idempotency_header, idempotent_create
 from evalsite.paging import BoundedLimitOffsetPagination
+from evalsite.schemas import Id
 
 router = Router(tags=["agents"])
 
@@ -137,12 +136,12 @@ def _validated(editor: AgentEditor) -> AgentEditor:
 @paginate(BoundedLimitOffsetPagination)
 def agent_list(
     request: ApiRequest,
-    team: int | None = Query(None, description="Only this team's agents (id)"),
+    team: Annotated[Id | None, Query(None, description="Only this team's agents (id)")] = None,
     q: str = Query("", description="Only agents whose name or description contains this"),
 ) -> Any:
     agents = selectors.agent_list(user=request.user).order_by("-updated_at", "name", "pk")
     if team is not None:
-        agents = agents.filter(team__in=Team.objects.filter(pk=team))  # pk: an id past the range is no team
+        agents = agents.filter(team_id=team)
     query = q.strip()[:100]
     if query:
         agents = agents.filter(Q(name__icontains=query) | Q(description__icontains=query))
@@ -268,8 +267,10 @@ def version_list(request: ApiRequest, agent_id: int) -> Any:
 def version_compare(
     request: ApiRequest,
     agent_id: int,
-    a: int | None = Query(None, description="From: a version id; by default the one before the current"),
-    b: int | None = Query(None, description="To: a version id; by default the current version"),
+    a: Annotated[
+        Id | None, Query(None, description="From: a version id; by default the one before the current")
+    ] = None,
+    b: Annotated[Id | None, Query(None, description="To: a version id; by default the current version")] = None,
 ) -> dict[str, Any]:
     """Unified line diffs per field; header values are masked, a changed one is marked."""
     agent = _agent(request, agent_id)

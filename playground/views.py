@@ -23,6 +23,7 @@ from datasets.documents import download_response
 from datasets.models import Dataset, Document
 from datasets.upload_forms import UploadSizeGuard
 from datasets.view_helpers import add_service_errors, size_guarded
+from evalsite import paging
 from evalsite.http import AuthedRequest, document_link_refused, navigate
 from playground import services
 from playground.forms import MessageForm, SaveCaseForm
@@ -210,6 +211,8 @@ def document_signed(request: AuthedRequest, agent_id: int, signed: str) -> HttpR
         claims = services.document_token_load(signed)
     except signing.BadSignature as error:
         return document_link_refused(error)
+    if not paging.in_range(agent_id):
+        raise Http404("No such document")
     document = Document.objects.filter(
         pk=claims["d"], playground_exchanges__pk=claims["e"], playground_exchanges__agent_id=agent_id
     ).first()

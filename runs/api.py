@@ -7,7 +7,7 @@ case's number, `repeat` counts from 1, `variant` 0 is the case as written and 1.
 smoke-test paraphrases.
 """
 
-from typing import Any
+from typing import Annotated, Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -22,7 +22,8 @@ from agents.selectors import agent_get_for_user
 from datasets.models import Dataset
 from evalsite.api_errors import field_invalid, form_refusal, refusal
 from evalsite.http import ApiRequest
-from evalsite.paging import BoundedLimitOffsetPagination
+from evalsite.paging import BoundedLimitOffsetPagination, Number, Offset
+from evalsite.schemas import Id
 from runs import selectors, services
 from runs.api_schemas import (
     ComparisonOut,
@@ -161,9 +162,9 @@ def run_estimate(request: ApiRequest, agent_id: int, dataset_id: int) -> Any:
 def run_list(
     request: ApiRequest,
     agent_id: int,
-    dataset: int | None = Query(None, description="Only runs of this dataset (id)"),
+    dataset: Annotated[Id | None, Query(None, description="Only runs of this dataset (id)")] = None,
     status: RunStatus | None = None,
-    version: int | None = Query(None, description="Only runs of this agent version (number)"),
+    version: Annotated[Number | None, Query(None, description="Only runs of this agent version (number)")] = None,
 ) -> Any:
     agent = agent_get_for_user(user=request.user, agent_id=agent_id)
     runs = selectors.run_list(agent=agent).order_by("-created_at", "-id")
@@ -199,7 +200,7 @@ def run_detail(
     request: ApiRequest,
     run_id: int,
     limit: int = Query(RESULTS_PER_PAGE, ge=1, le=RESULTS_MAX_PAGE),
-    offset: int = Query(0, ge=0),
+    offset: Annotated[Offset, Query(0, description="Results to skip")] = 0,
 ) -> Run:
     """Pollers that need only the progress should use /runs/{run_id}/status."""
     run = _run(request, run_id)

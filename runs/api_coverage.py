@@ -9,7 +9,7 @@ Versions are named by their number, as on the pages.
 """
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from django.core.exceptions import ValidationError
 from django.http import Http404
@@ -23,7 +23,8 @@ from datasets.models import Dataset, RuleMap
 from evalsite.api_errors import refusal
 from evalsite.http import ApiRequest
 from evalsite.idempotency import idempotency_header, idempotent_create, loader
-from evalsite.schemas import StrictSchema
+from evalsite.paging import Number
+from evalsite.schemas import Id, StrictSchema
 from runs.api import _dataset
 from runs.api_schemas import ErrorOut, JudgeConfigOut
 from runs.judging import configs as judging
@@ -171,8 +172,12 @@ def coverage_read(
     request: ApiRequest,
     agent_id: int,
     dataset_id: int,
-    version: int | None = Query(None, description="Agent version number; the current version when empty"),
-    run: int | None = Query(None, description="Show this run's verdicts (a run of the dataset by the version)"),
+    version: Annotated[
+        Number | None, Query(None, description="Agent version number; the current version when empty")
+    ] = None,
+    run: Annotated[
+        Id | None, Query(description="Show this run's verdicts (a run of the dataset by the version)")
+    ] = None,
 ) -> dict[str, Any]:
     """The coverage page: per rule of the version, the cases that test it and their verdicts (of
     `run`, else each case's latest), rules changed since the version before, and the map in use."""

@@ -15,6 +15,7 @@ from agents.models import Agent
 from agents.selectors import agent_get_for_user
 from datasets.documents import download_response
 from datasets.models import Document
+from evalsite import paging
 from evalsite.http import AuthedRequest, document_link_refused
 from evalsite.links import site_url
 from runs import selectors
@@ -94,6 +95,8 @@ def document_signed(request: AuthedRequest, agent_id: int, token: str) -> HttpRe
         claims = engine.document_token_load(token)
     except signing.BadSignature as error:
         return document_link_refused(error)
+    if not paging.in_range(agent_id):
+        raise Http404("No such document")
     # Both keys are always there: engine.document_url is the only signer with this salt.
     run = Run.objects.select_related("agent").filter(pk=claims["r"], agent_id=agent_id).first()
     document = Document.objects.filter(pk=claims["d"]).first()

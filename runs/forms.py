@@ -8,6 +8,7 @@ from typing import Any, Literal
 from django import forms
 
 from agents.models import Agent, AgentVersion
+from evalsite import paging
 from evalsite.paging import MAX_OFFSET
 from runs.models import JudgeConfig, Run
 from runs.selectors import FILTERS, SORTS
@@ -126,10 +127,20 @@ class CompareForm(forms.Form):
         return data
 
 
+class _RunChoices(forms.ModelMultipleChoiceField):
+    """Run ids; one the database cannot hold is no run of the agent (its `pk__in` query would fail)."""
+
+    def clean(self, value: Any) -> Any:
+        values = value if isinstance(value, list | tuple) else [value]
+        if any(str(item).strip().isdigit() and not paging.in_range(int(item)) for item in values if item):
+            raise forms.ValidationError(self.error_messages["invalid_choice"], code="invalid_choice")
+        return super().clean(value)
+
+
 class MatrixForm(forms.Form):
     """Two to five runs of one dataset of the agent, for the cases x runs matrix."""
 
-    runs = forms.ModelMultipleChoiceField(queryset=Run.objects.none(), label="Runs")
+    runs = _RunChoices(queryset=Run.objects.none(), label="Runs")
 
     def __init__(self, *args: Any, agent: Agent, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -52,6 +52,8 @@ def _get_agent_for_user(request: AuthedRequest, agent_id: int) -> Agent:
 def _get_run_for_user(
     request: AuthedRequest, agent_id: int, run_id: int, *, with_baseline: bool = False
 ) -> tuple[Agent, Run]:
+    if not paging.in_range(agent_id, run_id):
+        raise Http404("No such run")
     run = selectors.run_get_with_agent(user=request.user, agent_id=agent_id, run_id=run_id, with_baseline=with_baseline)
     return run.agent, run
 
@@ -468,4 +470,6 @@ def _selected(form: CompareForm, name: str) -> str:
 
 
 def _int_list(value: str) -> list[int]:
-    return [int(part) for part in value.split(",") if part.strip().isdigit()]
+    """The ids a poll URL names; one the database cannot hold names no run."""
+    ids = [int(part) for part in value.split(",") if part.strip().isdigit()]
+    return [pk for pk in ids if paging.in_range(pk)]
