@@ -39,6 +39,7 @@ from datasets.api_actions import router as datasets_actions_router  # noqa: E402
 from monitoring.api import router as monitoring_router  # noqa: E402
 from monitoring.api_evaluators import router as monitoring_evaluators_router  # noqa: E402
 from monitoring.api_ingest import router as monitoring_ingest_router  # noqa: E402
+from monitoring.api_settings import router as monitoring_settings_router  # noqa: E402
 from playground.api import router as playground_router  # noqa: E402
 from reviews.api import router as reviews_router  # noqa: E402
 from reviews.api_cases import router as reviews_cases_router  # noqa: E402
@@ -62,3 +63,4 @@ api.add_router("/", suggestions_router)
 api.add_router("/", monitoring_ingest_router)
 api.add_router("/", monitoring_router)
 api.add_router("/", monitoring_evaluators_router)
+api.add_router("/", monitoring_settings_router)

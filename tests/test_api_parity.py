@@ -95,6 +95,15 @@ PAGE_ACTIONS: dict[str, str] = {
     "suggestions:verify": "api:suggestions_verify",
     "reviews:review": "api:review_post",
     "reviews:case_correct": "api:reviews_case_correct",
+    # monitoring ingestion (an exporter's OTLP receiver) and settings (the page acts on the
+    # session's current team; the API names it)
+    "ingest:traces": "api:monitoring_trace_ingest",
+    "monitoring_settings:key_create": "api:monitoring_settings_key_create",
+    "monitoring_settings:key_revoke": "api:monitoring_settings_key_revoke",
+    "monitoring_settings:mapping_create": "api:monitoring_settings_mapping_create",
+    "monitoring_settings:mapping_delete": "api:monitoring_settings_mapping_delete",
+    "monitoring_settings:retention_update": "api:monitoring_settings_retention_update",
+    "monitoring_settings:masking_update": "api:monitoring_settings_masking_update",
     # monitoring: learning cases made from production traces
     "monitoring:learning_case_create": "api:monitoring_learning_case_create",
     "monitoring:learning_case_approve": "api:monitoring_learning_case_approve",
@@ -107,6 +116,7 @@ READ_PAGES: set[str] = {
     "accounts:settings",
     "accounts:model_test_status",
     "judge_preflight:panel",
+    "monitoring_settings:page",
     "agents:list",
     "agents:detail",
     "agents:versions",
