@@ -60,10 +60,14 @@ def read_xlsx(path: str) -> Parsed:
 
     class Parser(WorkSheetParser):
         # data_only gives None for a formula Excel never calculated: remember which cells those were.
+        # and the formula of each cell that has one, so the case can say its value came from one.
         def parse_cell(self, element: object) -> dict:
             cell = super().parse_cell(element)
-            if cell["value"] is None and element.find(FORMULA_TAG) is not None:  # type: ignore[attr-defined]
-                cell["no_value"] = True
+            formula = element.find(FORMULA_TAG)  # type: ignore[attr-defined]
+            if formula is not None:
+                cell["formula"] = f"={formula.text}" if formula.text else "a shared formula"
+                if cell["value"] is None:
+                    cell["no_value"] = True
             return cell
 
     # openpyxl only guards against billion-laughs and XXE through defusedxml.
@@ -92,6 +96,11 @@ def read_xlsx(path: str) -> Parsed:
                     values = {cell["column"]: cell_text(cell["value"]) for cell in cells}
                     table.formulas_without_value.update(
                         (row_number, cell["column"]) for cell in cells if cell.get("no_value")
+                    )
+                    table.formulas.update(
+                        ((row_number, cell["column"]), cell["formula"][:200])
+                        for cell in cells
+                        if "formula" in cell and not cell.get("no_value")
                     )
                     values = {column: text for column, text in values.items() if text.strip()}
                     if values:
@@ -366,9 +375,17 @@ def read_docx(path: str) -> Parsed:
     for block in document.iter_inner_content():
         if isinstance(block, DocxTable):
             table = Table(label=f"Table {len(parsed.tables) + 1}")
+            # A cell element -> where it was first seen; the keys keep the elements alive, so lxml
+            # hands back the same object for the same cell (an id() could be reused).
+            first_place: dict[object, tuple[int, int]] = {}
             for row_number, row in enumerate(block.rows, start=1):
                 cells = {index + 1: cell.text.strip() for index, cell in enumerate(row.cells)}
                 cells = {column: value for column, value in cells.items() if value}
+                # python-docx repeats a merged cell at every grid place it covers: name the copies.
+                for index, cell in enumerate(row.cells):
+                    place = first_place.setdefault(cell._tc, (row_number, index + 1))
+                    if place != (row_number, index + 1) and index + 1 in cells:
+                        table.spread[(row_number, index + 1)] = f"from row {place[0]}, column {column_letter(place[1])}"
                 if cells:
                     table.rows.append((row_number, cells))
                     text.append(" | ".join(cells[c] for c in sorted(cells)))
@@ -431,7 +448,25 @@ def read_pdf(path: str) -> Parsed:
             "The PDF has no text layer: it looks like scanned pages or images. Export it from the original "
             "document, or run it through OCR, and upload it again."
         )
-    return Parsed(pages=pages, text="\f".join(content for _, content in pages))
+    return Parsed(pages=pages, text="\f".join(content for _, content in pages), warnings=_empty_pages(pages))
+
+
+def _empty_pages(pages: list[tuple[int | None, str]]) -> list[dict[str, str]]:
+    """Pages with no text among pages with text: scans or images nothing was read from."""
+    empty = [number for number, content in pages if number is not None and not content.strip()]
+    if not empty:
+        return []
+    shown = ", ".join(str(number) for number in empty[:10]) + (
+        f" and {len(empty) - 10} more" if len(empty) > 10 else ""
+    )
+    return [
+        {
+            "where": f"{'page' if len(empty) == 1 else 'pages'} {shown}",
+            "message": "No text could be read from these pages (blank, or scanned pages or images with no text "
+            "layer), so no test case comes from them. If they hold cases, export the PDF from the original "
+            "document or run it through OCR.",
+        }
+    ]
 
 
 _ENCRYPTED_PDF = "The PDF is encrypted (password-protected). Remove the password, save it, and upload it again."

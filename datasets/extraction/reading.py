@@ -60,6 +60,7 @@ def _table_dump(table: Table) -> dict[str, Any]:
         "rows": [[number, list(cells.items())] for number, cells in table.rows],
         "spread": [[row, column, name] for (row, column), name in table.spread.items()],
         "formulas_without_value": sorted(table.formulas_without_value),
+        "formulas": [[row, column, text] for (row, column), text in table.formulas.items()],
         "widths": list(table.widths.items()),
         "notes": list(table.notes.items()),
     }
@@ -73,6 +74,8 @@ def _table_load(data: dict[str, Any]) -> Table:
         rows=[(number, {column: text for column, text in cells}) for number, cells in data["rows"]],
         spread={(row, column): name for row, column, name in data["spread"]},
         formulas_without_value={(row, column) for row, column in data["formulas_without_value"]},
+        # Readings kept before formulas were recorded have none.
+        formulas={(row, column): text for row, column, text in data.get("formulas", [])},
         widths={row: width for row, width in data["widths"]},
         notes={row: list(messages) for row, messages in data["notes"]},
     )
@@ -131,18 +134,31 @@ def _table_answers(read_tables: list[Table], chosen: dict[str, Any]) -> dict[str
                 plan.skipped = "You chose to skip this table."
         found = table_cases(table, plan)
         if plan.dropped and plan.question_column is not None:
-            result["dropped"].append(
-                {
-                    "where": table.rows_location(plan.dropped),
-                    "message": f"{len(plan.dropped)} row(s) have no “{plan.headers[plan.question_column]}” cell, "
-                    "so no test case was made from them.",
-                }
-            )
+            result["dropped"].extend(_dropped_rows(table, plan))
         result["described"].append(describe(table, plan, key, len(found)))
         # Rows whose steps quote no user message: the mapping step offers the model for them.
         result["described"][-1]["unquoted"] = sum(1 for case in found if case.get("unquoted_from"))
         result["cases"].extend(found)
     return result
+
+
+def _dropped_rows(table: Table, plan: Any) -> list[dict[str, str]]:
+    """Rows with cells but no question: one warning for those whose question is a formula
+    Excel never calculated, one for the others."""
+    header = plan.headers[plan.question_column]
+    formulas = [row for row in plan.dropped if (row, plan.question_column) in table.formulas_without_value]
+    others = [row for row in plan.dropped if row not in formulas]
+    found = []
+    if formulas:
+        message = (
+            f"The “{header}” cell is a formula with no saved value, so no test case was made from "
+            f"{len(formulas)} row(s). Open the file in Excel or LibreOffice, save it, and upload it again."
+        )
+        found.append({"where": table.rows_location(formulas), "message": message})
+    if others:
+        message = f"{len(others)} row(s) have no “{header}” cell, so no test case was made from them."
+        found.append({"where": table.rows_location(others), "message": message})
+    return found
 
 
 def _dropped_warnings(cases: list[dict[str, Any]], kept: list[dict[str, Any]]) -> list[dict[str, str]]:

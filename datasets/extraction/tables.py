@@ -97,6 +97,7 @@ class Table:
     # here ("B2:B3"), a formula with no cached value; and CSV rows' field counts.
     spread: dict[tuple[int, int], str] = field(default_factory=dict)
     formulas_without_value: set[tuple[int, int]] = field(default_factory=set)
+    formulas: dict[tuple[int, int], str] = field(default_factory=dict)  # a formula's text, where a value was saved
     widths: dict[int, int] = field(default_factory=dict)
     notes: dict[int, list[str]] = field(default_factory=dict)  # row number -> reader warnings for that row
     part: int = 0  # the 2nd, 3rd... table found under another in the same sheet (split_tables)
@@ -158,7 +159,11 @@ def split_tables(table: Table) -> list[Table]:
     for number, (start, end) in enumerate(zip(starts, [*starts[1:], len(table.rows)], strict=True), start=1):
         rows = table.rows[start:end] if number > 1 else table.rows[:end]
         part = Table(label=table.label, rows=rows, unit=table.unit, part=number)
-        part.spread, part.formulas_without_value = table.spread, table.formulas_without_value
+        part.spread, part.formulas_without_value, part.formulas = (
+            table.spread,
+            table.formulas_without_value,
+            table.formulas,
+        )
         part.widths, part.notes = table.widths, table.notes
         parts.append(part)
     return parts
@@ -347,8 +352,8 @@ def _row_case(table: Table, row_number: int, cells: dict[int, str], plan: Plan) 
 
 
 def _cell_warnings(table: Table, place: tuple[int, int], raw: str, header: str, name: str, warnings: list[str]) -> None:
-    if name == "metadata":
-        return
+    """What the reader did to one cell of any column kept on the case (issue 48: a kept column's
+    merged or formula cell was silent)."""
     if place in table.formulas_without_value:
         warnings.append(
             f"The “{header}” cell is a formula with no saved value, so it was read as empty. Open the file "
@@ -356,7 +361,12 @@ def _cell_warnings(table: Table, place: tuple[int, int], raw: str, header: str, 
         )
     if not raw.strip():
         return
-    if _FORMULA_AFTER_SPACE.match(raw):
+    if place in table.formulas:
+        warnings.append(
+            f"The “{header}” cell is a formula ({table.formulas[place]}); its saved value was imported, "
+            "not the formula."
+        )
+    if name != "metadata" and _FORMULA_AFTER_SPACE.match(raw):
         warnings.append(
             f"The “{header}” cell starts with a space before “{raw.lstrip()[0]}”; the space was removed. "
             "Exports prefix such cells with ' so spreadsheets do not run them as formulas."
@@ -364,7 +374,7 @@ def _cell_warnings(table: Table, place: tuple[int, int], raw: str, header: str, 
     if place in table.spread:
         warnings.append(
             f"The “{header}” value comes from the merged cells {table.spread[place]}: "
-            "it was copied to every row of the range."
+            "it was copied to every cell of the range."
         )
 
 

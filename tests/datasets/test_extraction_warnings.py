@@ -159,7 +159,7 @@ def test_merged_cells_whose_value_was_spread_are_flagged(agent):
     case = _case(dataset, "Refund after 20")
     assert case.expected_answer == "Yes, within 30 days."
     assert case.import_warnings == [
-        "The “Expected answer” value comes from the merged cells B2:B3: it was copied to every row of the range."
+        "The “Expected answer” value comes from the merged cells B2:B3: it was copied to every cell of the range."
     ]
     assert _case(dataset, "Refund after 10").import_warnings == []
     assert any(w.startswith("merged.xlsx, Cases row 3: The “Expected answer” value") for w in _warnings(dataset))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.datasets import files
 from tests.datasets.extraction_helpers import extract, media_root  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -88,3 +89,126 @@ def test_a_markdown_row_with_more_cells_than_the_header_keeps_them_and_says_so(a
     assert case.metadata["Column D"] == "yes"
     assert any("4 cells but the header has 3" in w and "Column D" in w for w in case.import_warnings)
     assert any(w.startswith("plan.md, line 7: ") for w in _warnings(dataset))
+
+
+# ---- spreadsheets ---------------------------------------------------------------------
+
+
+def test_an_xlsx_formula_with_a_saved_value_imports_the_value_and_says_it_was_a_formula(agent):
+    rows = [["Question", "Expected answer"], ["Shipping time?", '=CONCAT("3-5 ","days")'], ["Plain?", "Yes"]]
+    data = files.with_cached_values(files.xlsx_bytes({"Cases": rows}), {"B2": "3-5 days"})
+
+    dataset = extract(agent, "formulas.xlsx", data)
+
+    case = dataset.cases.order_by("position").first()
+    assert case.expected_answer == "3-5 days"
+    (warning,) = case.import_warnings
+    assert "“Expected answer” cell is a formula" in warning and 'CONCAT("3-5 ","days")' in warning
+    assert "saved value" in warning
+    assert any(w.startswith("formulas.xlsx, Cases row 2: ") and "formula" in w for w in _warnings(dataset))
+
+
+def test_an_xlsx_formula_with_no_saved_value_in_any_column_is_named(agent):
+    rows = [["Question", "Expected answer", "Owner"], ["Refunds?", "30 days", '=UPPER("qa")'], ["Plain?", "Yes", "qa"]]
+
+    dataset = extract(agent, "formulas.xlsx", files.xlsx_bytes({"Cases": rows}))
+
+    case = dataset.cases.order_by("position").first()
+    assert any("“Owner” cell is a formula with no saved value" in w for w in case.import_warnings)
+    assert any(w.startswith("formulas.xlsx, Cases row 2: ") for w in _warnings(dataset))
+
+
+def test_a_question_that_is_a_formula_with_no_saved_value_says_why_the_row_gave_no_case(agent):
+    rows = [["Question", "Expected answer"], ['=CONCAT("How ","long?")', "3 days"], ["Plain?", "Yes"]]
+
+    dataset = extract(agent, "formulas.xlsx", files.xlsx_bytes({"Cases": rows}))
+
+    assert dataset.cases.count() == 1
+    assert any(
+        w.startswith("formulas.xlsx, Cases row 2: ") and "formula with no saved value" in w for w in _warnings(dataset)
+    ), _warnings(dataset)
+
+
+def test_merged_cells_in_a_kept_column_are_named_with_their_range(agent):
+    rows = [
+        ["Section", "Question", "Expected answer"],
+        ["Billing", "Refund after 10 days?", "Yes"],
+        [None, "Refund after 40 days?", "No"],
+        [None, "Invoice copy?", "From Billing"],
+    ]
+    data = files.xlsx_bytes({"Cases": rows}, merges={"Cases": ["A2:A4"]})
+
+    dataset = extract(agent, "merged.xlsx", data)
+
+    cases = list(dataset.cases.order_by("position"))
+    assert [case.metadata["Section"] for case in cases] == ["Billing"] * 3
+    assert cases[0].import_warnings == []
+    assert any("merged cells A2:A4" in w and "“Section”" in w for w in cases[2].import_warnings)
+    assert any(w.startswith("merged.xlsx, Cases row 3, Cases row 4: ") and "A2:A4" in w for w in _warnings(dataset)), (
+        _warnings(dataset)
+    )
+
+
+def test_merged_cells_in_an_xls_workbook_are_named(agent):
+    rows = [
+        ["Question", "Expected answer"],
+        ["Refund after 10 days?", "Yes, within 30 days."],
+        ["Refund after 20?", ""],
+    ]
+    data = files.xls_bytes({"Cases": rows}, merges={"Cases": [(1, 2, 1, 1)]})
+
+    dataset = extract(agent, "merged.xls", data)
+
+    case = dataset.cases.order_by("position")[1]
+    assert case.expected_answer == "Yes, within 30 days."
+    assert any("merged cells B2:B3" in w for w in case.import_warnings)
+
+
+# ---- Word and PDF ---------------------------------------------------------------------
+
+
+def _docx_with_merges() -> bytes:
+    import io
+
+    import docx
+
+    document = docx.Document()
+    table = document.add_table(rows=4, cols=3)
+    for r, row in enumerate(
+        [
+            ["Section", "Question", "Expected answer"],
+            ["Billing", "Refund after 10 days?", "Yes"],
+            ["", "Refund after 40 days?", "No"],
+            ["Login", "Reset my password, please: the whole row is one merged cell", ""],
+        ]
+    ):
+        for c, value in enumerate(row):
+            table.cell(r, c).text = value
+    table.cell(1, 0).merge(table.cell(2, 0)).text = "Billing"  # vertical: Section over rows 2-3
+    table.cell(3, 1).merge(table.cell(3, 2))  # horizontal: the question spans the expected answer
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def test_merged_cells_in_a_word_table_are_named(agent):
+    dataset = extract(agent, "plan.docx", _docx_with_merges())
+
+    cases = list(dataset.cases.order_by("position"))
+    assert [case.metadata.get("Section") for case in cases] == ["Billing", "Billing", "Login"]
+    assert cases[0].import_warnings == []
+    assert any("“Section” value comes from the merged cells from row" in w for w in cases[1].import_warnings)
+    assert any("“Expected answer” value comes from the merged cells from row" in w for w in cases[2].import_warnings)
+    assert any(w.startswith("plan.docx, Table 1 row 3: ") for w in _warnings(dataset)), _warnings(dataset)
+
+
+def test_pdf_pages_with_no_text_are_named(agent):
+    lines = ["Question: How long is the refund window?", "Expected answer: 30 days from purchase."]
+    data = files.pdf_bytes([lines, [], lines[:1] + ["Expected answer: 31 days."], []])
+
+    dataset = extract(agent, "plan.pdf", data)
+
+    assert dataset.status == "ready", dataset.failure_reason
+    assert any(w.startswith("plan.pdf, pages 2, 4: ") and "no text" in w for w in _warnings(dataset)), _warnings(
+        dataset
+    )
