@@ -21,6 +21,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from accounts import services as account_services
 from accounts.models import ApiToken
 from datasets.models import Document
+from monitoring import services as monitoring_services
 from monitoring.models import LearningCase
 from playground.models import Exchange
 from runs.models import Result, Run, RunCase
@@ -36,6 +37,7 @@ PUBLIC = {
     "runs:document_signed": "an HTTP agent fetches case documents with a signed, expiring link instead of a session",
     "healthz": "load balancers and container health checks ask it; it says only up or down",
     "playground:document_signed": "an HTTP agent fetches a playground attachment with a signed, expiring link",
+    "ingest:traces": "an app's OpenTelemetry exporter sends spans with a team's ingestion key, not a session",
 }
 # Parameters that name the agent's own objects: swapping the agent for another one of
 # the same team must turn them into a 404.
@@ -169,7 +171,11 @@ def url_objects(team, alice, bob, agent) -> dict[str, int]:
         reason="picked",
         question=trace.question,
     )
+    ingestion_key = monitoring_services.ingestion_key_create(team=team, user=alice, name="matrix")[0]
+    mapping = monitoring_services.service_mapping_create(team=team, service_name="matrix-bot", agent=agent)
     return {
+        "key_id": ingestion_key.pk,
+        "mapping_id": mapping.pk,
         "trace_id": trace.pk,
         "learning_case_id": learning_case.pk,
         "team_id": team.pk,
