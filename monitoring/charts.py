@@ -12,7 +12,7 @@ from datetime import datetime
 from monitoring.online.series import OnlineSeries
 from monitoring.selectors import Traffic
 
-WIDTH, HEIGHT, TOP, BOTTOM, LEFT, RIGHT = 600, 170, 12, 22, 40, 8
+WIDTH, HEIGHT, TOP, BOTTOM, LEFT, RIGHT = 600, 170, 12, 22, 64, 8
 PLOT_W, PLOT_H = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 # Colours of the judge lines, in order (the legend shows the same).
 TONES = ("#4f46e5", "#0891b2", "#d97706", "#db2777", "#16a34a", "#6b7280")
@@ -73,6 +73,25 @@ def _y(value: float, top: float) -> float:
     return round(TOP + PLOT_H - PLOT_H * (value / top if top else 0), 1)
 
 
+def _nice(value: float) -> int:
+    """The axis top above `value`: 1, 2 or 5 times a power of ten (1840 ms -> 2000)."""
+    step = 1
+    while True:
+        for factor in (1, 2, 5):
+            if value <= factor * step:
+                return factor * step
+        step *= 10
+
+
+def _ticks(top: int) -> list[int]:
+    return sorted({0, top // 2, top}) if top % 2 == 0 else [0, top]
+
+
+def _duration(ms: int) -> str:
+    """A tick's duration, short enough for the axis: 850 ms, 1.3 s."""
+    return f"{ms} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
+
+
 def _stamp(start: datetime, bucket: str) -> str:
     return start.strftime("%H:%M") if bucket == "hour" else start.strftime("%b %d")
 
@@ -110,12 +129,12 @@ def pass_rate_chart(series: OnlineSeries) -> Chart:
 
 def volume_chart(traffic: Traffic, bucket: str) -> Chart:
     starts = [item.start for item in traffic.buckets]
-    top = max([item.count for item in traffic.buckets] + [1])
+    top = _nice(max([item.count for item in traffic.buckets] + [1]))
     chart = Chart(
         title="Traces",
         description="Traces received per bucket.",
         unit="traces",
-        ticks=[(_y(value, top), str(value)) for value in (0, top)],
+        ticks=[(_y(value, top), str(value)) for value in _ticks(top)],
         x_labels=_x_labels(starts, bucket),
     )
     slot = PLOT_W / max(1, len(starts))
@@ -134,12 +153,12 @@ def volume_chart(traffic: Traffic, bucket: str) -> Chart:
 
 def latency_chart(traffic: Traffic, bucket: str) -> Chart:
     starts = [item.start for item in traffic.buckets]
-    top = max([item.p95 or 0 for item in traffic.buckets] + [1])
+    top = _nice(max([item.p95 or 0 for item in traffic.buckets] + [1]))
     chart = Chart(
         title="Latency p50 and p95",
         description="Median and 95th percentile of the traces' durations per bucket, in milliseconds.",
         unit="ms",
-        ticks=[(_y(value, top), f"{value} ms") for value in (0, top)],
+        ticks=[(_y(value, top), _duration(value)) for value in _ticks(top)],
         x_labels=_x_labels(starts, bucket),
     )
     for label, tone, attr in (("p50", TONES[1], "p50"), ("p95", TONES[2], "p95")):
