@@ -1,7 +1,7 @@
 """A CSV in Evalsite's columns (our own export, or any file whose header names a question
 column) to cleaned test case fields: all rows or none.
 
-The file is read by the one CSV reader, the upload pipeline's (extraction.readers.csv_table:
+The file is read by the one CSV reader, the upload pipeline's (extraction.text_files.csv_table:
 encoding, separator, NUL bytes, quotes that never close), so every CSV meets the same
 reading rules and warnings. The header row then maps itself: CSV_COLUMNS is the mapping,
 confirmed by the column names, so no mapping step is shown. The rules of this import live
@@ -20,8 +20,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from datasets.extraction.errors import ExtractionFailed
-from datasets.extraction.readers import csv_delimiter, csv_table, decode_text
-from datasets.extraction.tables import Table
+from datasets.extraction.tables import Table, column_letter
+from datasets.extraction.text_files import csv_delimiter, csv_table, decode_text
 from datasets.fields import CSV_FIELDS, case_field_errors, case_fields_clean, unneutralise
 from datasets.importers import ParsedFile, case_count_check, refusal
 
@@ -71,6 +71,7 @@ class _Header:
     fields: dict[int, str] = field(default_factory=dict)
     kept: dict[int, str] = field(default_factory=dict)  # column -> header, for columns kept as metadata
     ignored: list[str] = field(default_factory=list)  # those headers as written, for the message
+    warnings: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def own_export(self) -> bool:
@@ -102,7 +103,9 @@ def parse_csv(data: bytes) -> ParsedFile:
         raise ValidationError(f"The file has its header row ({names}) but no rows under it: add a row per test case.")
     case_count_check(len(cases))
     return ParsedFile(
-        cases=cases, ignored_columns=header.ignored, warnings=[*warnings, *row_warnings, *reader_warnings]
+        cases=cases,
+        ignored_columns=header.ignored,
+        warnings=[*warnings, *header.warnings, *row_warnings, *reader_warnings],
     )
 
 
@@ -111,7 +114,12 @@ def _text(data: bytes) -> tuple[str, list[dict[str, str]]]:
     text, warnings, bad_lines = decode_text(data)
     if bad_lines:
         where = f"line {bad_lines[0]}" + (f" and {len(bad_lines) - 1} more" if len(bad_lines) > 1 else "")
-        raise ValidationError(f"The file is not UTF-8 text ({where} holds bytes that are not valid UTF-8). {NOT_UTF8}")
+        # What the upload would have guessed, so the person knows which encoding to convert from.
+        guess = next((" They look like Windows-1252 (Western European) text, as Excel on Windows saves a CSV."
+                      for item in warnings if "Windows-1252" in item["message"]), "")  # fmt: skip
+        raise ValidationError(
+            f"The file is not UTF-8 text ({where} holds bytes that are not valid UTF-8).{guess} {NOT_UTF8}"
+        )
     return text, warnings
 
 
@@ -129,7 +137,12 @@ def _header(number: int, cells: dict[int, str], *, width: int) -> _Header:
             header.fields[column] = target
         else:
             header.ignored.append(name)
-            header.kept[column] = name.lstrip("\ufeff")[:100]
+            kept = name.lstrip("\ufeff")[:100]
+            if kept in header.kept.values():  # two columns under one header: both are kept
+                kept = f"{kept[:80]} (column {column_letter(column)})"
+                message = f"Two columns have the same header “{name}”: the one in column {column_letter(column)} "
+                header.warnings.append({"where": f"row {number}", "message": message + f"is kept as “{kept}”."})
+            header.kept[column] = kept
     if "question" not in seen:
         found = ", ".join(cell.strip() for _, cell in sorted(cells.items()))
         raise ValidationError(f"The file needs a “question” (or “query”) column. The columns found are: {found}.")

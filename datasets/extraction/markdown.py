@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import re
 
-from datasets.extraction.readers import MAX_TEXT_CHARS, Parsed, decode_text, lines_label
+from datasets.extraction.readers import MAX_TEXT_CHARS, Parsed, lines_label
 from datasets.extraction.tables import Table
+from datasets.extraction.text_files import decode_text
 
 _TABLE_DELIMITER = re.compile(r"^\s*\|?\s*:?-{1,}:?\s*(\|\s*:?-{1,}:?\s*)*\|?\s*$")
 

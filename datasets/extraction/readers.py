@@ -11,8 +11,6 @@ not a million padded rows).
 from __future__ import annotations
 
 import bisect
-import csv
-import io
 import re
 from dataclasses import dataclass, field
 
@@ -37,7 +35,9 @@ class Parsed:
 
 
 def read(path: str, file_type: str) -> Parsed:
-    from datasets.extraction.markdown import read_markdown  # it builds on this module's text decoding
+    # Both build on this module (Parsed, the limits), so they are imported here, not at the top.
+    from datasets.extraction.markdown import read_markdown
+    from datasets.extraction.text_files import read_csv
 
     readers = {
         "xlsx": read_xlsx,
@@ -202,96 +202,6 @@ def _xls_cell_text(cell: object, datemode: int) -> str:
     return cell_text(value)
 
 
-def read_csv(path: str) -> Parsed:
-    with open(path, "rb") as handle:
-        text, warnings, bad_lines = decode_text(handle.read())
-    table = csv_table(text, warnings, bad_lines)
-    return Parsed(tables=[table], text=text[:MAX_TEXT_CHARS], warnings=warnings)
-
-
-def csv_table(text: str, warnings: list[dict[str, str]], bad_lines: list[int], *, by_record: bool = False) -> Table:
-    """The CSV's rows as one table, numbered by the file's line (by_record: by the record, as a
-    spreadsheet shows a row with multi-line cells), with what looks wrong added to `warnings`.
-    Also the reader of an Evalsite-columns CSV (datasets.csv_import), outside the sandbox."""
-    table = Table(label="")
-    csv.field_size_limit(MAX_CSV_FIELD_CHARS)
-    delimiter = csv_delimiter(text[:65_536])
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    previous_line = 0
-    header_width = 0
-    try:
-        for record_number, record in enumerate(reader, start=1):
-            first_line, last_line = previous_line + 1, reader.line_num
-            previous_line = last_line
-            values = {index + 1: value for index, value in enumerate(record) if value.strip()}
-            if not values:
-                continue
-            number = record_number if by_record else last_line
-            header_width = header_width or len(record)
-            table.rows.append((number, values))
-            table.widths[number] = len(record)
-            notes = table.notes.setdefault(number, [])
-            if any(first_line <= line <= last_line for line in bad_lines):
-                notes.append("This row had bytes that are not valid in the file's encoding (see the file warnings).")
-            swallowed = _swallowed_lines(record, delimiter, header_width)
-            if swallowed:
-                message = (
-                    f"A quoted cell opened on line {first_line} runs to line {last_line} and holds {swallowed} lines "
-                    "that look like rows of their own: a closing quote is probably missing."
-                )
-                notes.append(message)
-                warnings.append({"where": f"lines {first_line}-{last_line}", "message": message})
-            if len(table.rows) >= MAX_ROWS_PER_FILE:
-                break
-    except csv.Error as exc:
-        raise ExtractionFailed(
-            f"The CSV file is malformed near line {reader.line_num}: fix it and upload again."
-        ) from exc
-    _unclosed_quote(text, table, warnings)
-    return table
-
-
-def _unclosed_quote(text: str, table: Table, warnings: list[dict[str, str]]) -> None:
-    if text.count('"') % 2 and table.rows and not any("closing quote" in w["message"] for w in warnings):
-        # An odd number of quotes: the last quoted cell never closed and ran to the end of the file.
-        last = table.rows[-1][0]
-        message = "A quote is never closed: the last row's quoted cell ran to the end of the file."
-        table.notes.setdefault(last, []).append(message)
-        warnings.append({"where": f"row {last}", "message": message})
-
-
-def _swallowed_lines(record: list[str], delimiter: str, width: int) -> int:
-    """How many lines inside this record's multi-line cells look like whole CSV rows."""
-    if width < 2:
-        return 0
-    count = 0
-    for value in record:
-        if "\n" in value:
-            count += sum(1 for line in value.split("\n")[1:] if line.count(delimiter) >= width - 1)
-    return count
-
-
-def csv_delimiter(sample: str) -> str:
-    """The delimiter that splits the first lines into the same number (>1) of fields most often.
-
-    csv.Sniffer guesses wrong on short files with quoted fields; this plain vote does not.
-    """
-    lines = sample.splitlines()[:20]
-    best, best_score = ",", (0.0, 0)
-    for delimiter in (",", ";", "\t", "|"):
-        try:
-            counts = [len(row) for row in csv.reader(lines, delimiter=delimiter) if any(cell.strip() for cell in row)]
-        except csv.Error:
-            continue
-        if not counts:
-            continue
-        width = max(set(counts), key=counts.count)
-        score = (counts.count(width) / len(counts) if width > 1 else 0.0, width)
-        if score > best_score:
-            best, best_score = delimiter, score
-    return best
-
-
 def _tables_text(tables: list[Table]) -> str:
     lines: list[str] = []
     size = 0
@@ -306,52 +216,6 @@ def _tables_text(tables: list[Table]) -> str:
                 return "\n".join(lines)
         lines.append("")
     return "\n".join(lines).strip()
-
-
-# ---- text formats ----------------------------------------------------------------
-
-
-def decode_text(raw: bytes) -> tuple[str, list[dict[str, str]], list[int]]:
-    """The file's text, what was changed to read it, and the lines with invalid bytes."""
-    warnings: list[dict[str, str]] = []
-    nuls = raw.count(b"\x00")
-    if nuls:
-        lines = [number for number, line in enumerate(raw.split(b"\n"), start=1) if b"\x00" in line]
-        warnings.append(
-            {
-                "where": lines_label(lines),
-                "message": f"The file held {nuls:,} NUL bytes (invisible control characters, often left by a "
-                "broken export); they were removed and the text read as it is.",
-            }
-        )
-        raw = raw.replace(b"\x00", b"")
-    try:
-        return raw.decode("utf-8-sig"), warnings, []
-    except UnicodeDecodeError:
-        pass
-    bad_lines = []
-    for number, line in enumerate(raw.split(b"\n"), start=1):
-        try:
-            line.decode("utf-8")
-        except UnicodeDecodeError:
-            bad_lines.append(number)
-    # Valid multi-byte UTF-8 elsewhere means a UTF-8 file with a few damaged bytes;
-    # none means a file saved in the ANSI code page, as Excel on Windows does.
-    utf8_lines = sum(1 for line in raw.split(b"\n") if re.search(rb"[\xc2-\xf4][\x80-\xbf]", line))
-    if utf8_lines > len(bad_lines):
-        text = raw.decode("utf-8-sig", errors="replace")
-        message = (
-            "Some bytes are not valid UTF-8 and were replaced with “\ufffd”. They look like Windows-1252 (Western "
-            "European) text pasted into a UTF-8 file: check these lines, or save the file as CSV UTF-8."
-        )
-    else:
-        text = raw.decode("cp1252", errors="replace")
-        message = (
-            "The file is not UTF-8, so it was read as Windows-1252 (Western European), the encoding Excel uses on "
-            "Windows. If accented letters look wrong on these lines, save the file as “CSV UTF-8” and upload it again."
-        )
-    warnings.append({"where": lines_label(bad_lines), "message": message})
-    return text, warnings, bad_lines
 
 
 def lines_label(lines: list[int]) -> str:

@@ -109,7 +109,8 @@ def answer(parsed: Parsed, file_type: str, *, mapping: dict[str, Any] | None, ma
         "header_only": found["header_only"] if not cases else [],
         # Every table, for the mapping step (the user may map one that gave no case).
         "tables": found["described"],
-        "warnings": warnings + _grouped_case_warnings(kept_cases),
+        # A reader's note on a row (a quote never closed) is a file warning already: said once.
+        "warnings": warnings + _grouped_case_warnings(kept_cases, {item["message"] for item in parsed.warnings}),
         # Prose no table or labelled block took: the model may still find rules to test in it.
         "pages": [(page, text) for page, text in leftover if text.strip()],
         "text": parsed.text,
@@ -175,11 +176,14 @@ def _dropped_warnings(cases: list[dict[str, Any]], kept: list[dict[str, Any]]) -
     ]
 
 
-def _grouped_case_warnings(cases: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """One dataset warning per message, naming every row it concerns (cases keep their own)."""
+def _grouped_case_warnings(cases: list[dict[str, Any]], known: set[str]) -> list[dict[str, str]]:
+    """One dataset warning per message not `known` already, naming every row it concerns
+    (cases keep their own)."""
     grouped: dict[str, list[str]] = {}
     for case in cases:
         for message in case.get("warnings", []):
+            if message in known:
+                continue
             grouped.setdefault(message, []).append(case.get("location", ""))
     return [
         {

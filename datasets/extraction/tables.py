@@ -324,7 +324,11 @@ def _row_case(table: Table, row_number: int, cells: dict[int, str], plan: Plan) 
             continue
         text = raw.rstrip() if _TAB_GUARD.match(raw) else raw.strip()
         if name == "metadata":
-            case["metadata"][header[:100]] = text[:MAX_METADATA_CHARS]
+            key = header[:100]
+            if key in case["metadata"]:  # two columns under one header: keep both, say so
+                key = f"{header[:80]} (column {column_letter(column)})"
+                warnings.append(f"Two columns have the same header “{header}”: this one is kept as “{key}”.")
+            case["metadata"][key] = text[:MAX_METADATA_CHARS]
         elif name == "tags":
             case["tags"].extend(_tags(text, header, warnings))
         elif name == "quoted_question":

@@ -89,12 +89,16 @@ def test_a_windows_1252_file_is_read_with_the_encoding_named_and_the_rows(agent)
 
 
 def test_a_utf8_file_with_a_few_bad_bytes_keeps_utf8_and_names_the_lines(agent):
-    data = "question,expected\nÜber uns?,Grüße\nNaïve?,Oui\n".encode() + b"Bad \xe9 byte?,x\n"
+    data = "question,expected\nÜber uns?,Grüße\nNaïve?,Oui\n".encode() + b"Bad \xe9 byte?,x\nBad \xc3\xa9\xff?,y\n"
 
     dataset = extract(agent, "mixed.csv", data)
 
-    assert dataset.cases.order_by("position").first().question == "Über uns?"
-    assert any(w.startswith("mixed.csv, line 4: Some bytes are not valid UTF-8") for w in _warnings(dataset))
+    questions = list(dataset.cases.order_by("position").values_list("question", flat=True))
+    assert questions == ["Über uns?", "Naïve?", "Bad é byte?", "Bad é\ufffd?"]
+    assert any(w.startswith("mixed.csv, line 4: These lines are not UTF-8") for w in _warnings(dataset))
+    assert any(
+        w.startswith("mixed.csv, line 5: Some bytes on these lines are not valid UTF-8") for w in _warnings(dataset)
+    )
 
 
 def test_nul_bytes_in_a_text_file_are_stripped_with_a_warning_not_called_binary(agent):

@@ -199,7 +199,7 @@ def test_nul_bytes_short_rows_and_open_quotes_are_imported_with_warnings(dataset
     assert "warnings: see the dataset page" in result.message
 
 
-# The CSV is read by the upload pipeline's reader (extraction.readers.csv_table): its checks
+# The CSV is read by the upload pipeline's reader (extraction.text_files.csv_table): its checks
 # and its separators hold for an import too.
 
 
