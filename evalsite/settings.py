@@ -184,6 +184,8 @@ LOGIN_TRUSTED_PROXIES = env_int("LOGIN_TRUSTED_PROXIES", 0)
 # A browser that signed in as a user is known for this many days (a signed cookie): its sign-in
 # is throttled by its own failures, never locked by others' (accounts/throttling.py). 0 = off.
 LOGIN_KNOWN_DEVICE_DAYS = env_int("LOGIN_KNOWN_DEVICE_DAYS", 90)
+# Monitoring: the largest OTLP or JSON body /v1/traces takes, sent or unpacked from gzip (413 past it).
+INGEST_MAX_BYTES = env_int("INGEST_MAX_BYTES", 8 * 1024 * 1024)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")

@@ -23,7 +23,6 @@ from monitoring.ingest import otlp, services
 from monitoring.ingest.keys import ingestion_key_authenticate, raw_key_of
 
 logger = logging.getLogger(__name__)
-DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 
 
 def _answer(content_type: str, status: int, message: str) -> HttpResponse:
@@ -57,7 +56,7 @@ def traces_export(request: HttpRequest) -> HttpResponse:
             request,
             content_length=_content_length(request),
             content_encoding=request.headers.get("Content-Encoding", ""),
-            limit=getattr(settings, "INGEST_MAX_BYTES", DEFAULT_MAX_BYTES),
+            limit=settings.INGEST_MAX_BYTES,
         )
         decoded = otlp.spans_of(otlp.parse(body, content_type))
     except otlp.OtlpError as error:
