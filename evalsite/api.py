@@ -1,6 +1,16 @@
 """The JSON API (django-ninja): token auth, one router per app, OpenAPI at /api/docs."""
 
-from django.http import HttpRequest
+import logging
+
+from django.conf import settings
+from django.core.exceptions import (
+    RequestDataTooBig,
+    SuspiciousOperation,
+    TooManyFieldsSent,
+    TooManyFilesSent,
+)
+from django.http import HttpRequest, HttpResponse
+from django.http.multipartparser import MultiPartParserError
 from django.utils import timezone
 from ninja import NinjaAPI
 from ninja.security import HttpBearer
@@ -30,6 +40,38 @@ class TokenAuth(HttpBearer):
 
 
 api = NinjaAPI(title="Evalsite API", version="1", auth=TokenAuth(), docs_url="/docs", urls_namespace="api")
+
+MULTIPART_UNREADABLE = (
+    "The request body cannot be read as multipart/form-data ({error}). Send the file with a "
+    "Content-Type of multipart/form-data and its boundary (curl -F and every HTTP client's "
+    "files= do), and a body that uses that boundary."
+)
+
+
+@api.exception_handler(MultiPartParserError)
+def multipart_unreadable(request: HttpRequest, error: MultiPartParserError) -> HttpResponse:
+    """A multipart body Django cannot parse (no boundary, a body cut short) is the client's
+    mistake: a 400 that says so. An operation reads request.POST itself, so without this the
+    parser's error was a 500 (issue 48: POST .../datasets/upload without a boundary)."""
+    return api.create_response(request, {"detail": MULTIPART_UNREADABLE.format(error=error)}, status=400)
+
+
+@api.exception_handler(SuspiciousOperation)
+def request_refused(request: HttpRequest, error: SuspiciousOperation) -> HttpResponse:
+    """Too many fields or files, a body past DATA_UPLOAD_MAX_MEMORY_SIZE: a 400, as Django answers
+    them on the pages (its handler never sees them here: the API's middleware made them 500s),
+    logged to django.security like Django's."""
+    logging.getLogger(f"django.security.{error.__class__.__name__}").error(str(error))
+    if isinstance(error, TooManyFilesSent):
+        detail = f"Too many files in one request: at most {settings.DATA_UPLOAD_MAX_NUMBER_FILES}."
+    elif isinstance(error, TooManyFieldsSent):
+        detail = f"Too many form fields in one request: at most {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS}."
+    elif isinstance(error, RequestDataTooBig):
+        detail = f"The request's fields are too large: at most {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes."
+    else:
+        detail = str(error) or "The request was refused."
+    return api.create_response(request, {"detail": detail}, status=400)
+
 
 # Routers register themselves here, one line per app.
 from accounts.api import router as accounts_router  # noqa: E402
