@@ -137,7 +137,7 @@ docs: install-dev
 
 # The pictures the docs embed, taken by the browser test that walks the demo's loop.
 doc-screenshots: install-dev browser
-	EVALSITE_DOC_SCREENSHOTS=1 $(PY) -m pytest -q tests/e2e/test_doc_screenshots.py
+	EVALSITE_DOC_SCREENSHOTS=1 $(PY) -m pytest -q tests/e2e/test_doc_screenshots.py tests/e2e/test_monitoring_pages.py
 
 format: install-dev
 	$(PY) -m ruff format .
