@@ -59,6 +59,9 @@ class Hostile:
     says: str = ""  # words the message must contain (REFUSED, FAILED)
     cases: int | None = None  # how many cases (READY)
     contains: tuple[str, ...] = ()  # texts that must arrive verbatim in the cases (READY)
+    # READY with warnings: each text must begin one of the dataset's warnings ("file, row N: ..."),
+    # so what the import guessed, cut or dropped is never silent (issue 48).
+    warns: tuple[str, ...] = ()
 
     @functools.cached_property
     def data(self) -> bytes:
@@ -255,6 +258,15 @@ def big_cell_csv() -> bytes:
     )
 
 
+def md_fifteen_rows() -> bytes:
+    """15 rows, drawn with a separator line, a blank line and a row wrapped by hand: 15 cases."""
+    rows = [f"| {n} | Question number {n}? | Answer {n} |" for n in range(1, 16)]
+    rows[4] = "|---|---|---|\n" + rows[4]
+    rows[5] = "\n" + rows[5]
+    rows[10] = "| 11 | Question number 11,\nwrapped by hand? | Answer 11 |"
+    return ("# Plan\n\n| # | Question | Expected answer |\n|---|---|---|\n" + "\n".join(rows) + "\n").encode()
+
+
 CP1252 = "Question;Expected answer\nCafé prices?;Crème brûlée costs 5 € — “quoted”\nNaïve question?;Déjà vu\n"
 
 # ---- the corpus -------------------------------------------------------------------------
@@ -330,6 +342,7 @@ CORPUS: list[Hostile] = [
         READY,
         cases=2,
         contains=("Café prices?", "Crème brûlée costs 5 € — “quoted”", "Déjà vu"),
+        warns=("excel-ansi.csv, lines 2, 3: The file is not UTF-8, so it was read as Windows-1252",),
     ),
     Hostile(
         "csv-utf16",
@@ -344,15 +357,67 @@ CORPUS: list[Hostile] = [
         lambda: b"Question,Expected answer\nBad \xc3\x28 byte?,Yes\nFine?,Yes\n",
         READY,
         cases=2,
+        warns=("broken.csv, line 2: ", "broken.csv, row 2: This row had bytes that are not valid"),
     ),
     # A text file with a stray NUL: stripped with a warning (issue 13 sec. 4), never called binary.
-    Hostile("csv-nul-bytes", "nul.csv", lambda: b"Question,Expected answer\nHi\x00?,Yes\n", READY, cases=1),
+    Hostile(
+        "csv-nul-bytes",
+        "nul.csv",
+        lambda: b"Question,Expected answer\nHi\x00?,Yes\n",
+        READY,
+        cases=1,
+        warns=("document-nul.csv, line 2: The file held 1 NUL bytes",),  # NUL is a reserved name on Windows,
+    ),
     Hostile(
         "csv-ragged-rows",
         "ragged.csv",
         lambda: b"Question,Expected answer\nOne?\nTwo?,Yes,extra,cells\n,\nThree?,Yes\n",
         READY,
         cases=3,
+        warns=("ragged.csv, row 2: The row has 1 cells but the header has 2", "ragged.csv, row 3: The row has 4 cells"),
+    ),
+    Hostile(
+        "csv-unclosed-quote",
+        "unclosed.csv",
+        lambda: b'Question,Expected answer\nFirst?,Yes\n"Never closed?,Yes\n',
+        READY,
+        cases=2,
+        warns=("unclosed.csv, row 3: A quote is never closed",),
+    ),
+    Hostile(
+        "csv-lone-cr",
+        "mac-cell.csv",
+        lambda: b"Question,Expected answer\nOne?,1\nTwo\rstill two?,2\nThree?,3\n",
+        READY,
+        cases=3,
+        contains=("Two\nstill two?",),
+        warns=("mac-cell.csv, row 3: A cell holds a lone carriage return",),
+    ),
+    Hostile(
+        "md-15-rows",
+        "plan.md",
+        md_fifteen_rows,
+        READY,
+        cases=15,
+        warns=("plan.md, line 11: A blank line inside the table", "plan.md, line 17: The row is written over"),
+    ),
+    Hostile(
+        "xlsx-merged",
+        "merged.xlsx",
+        lambda: files.xlsx_bytes(
+            {"Cases": [["Question", "Expected answer"], ["A?", "Same"], ["B?", None]]}, merges={"Cases": ["B2:B3"]}
+        ),
+        READY,
+        cases=2,
+        warns=("merged.xlsx, Cases row 3: The “Expected answer” value comes from the merged cells B2:B3",),
+    ),
+    Hostile(
+        "pdf-blank-page",
+        "blank-page.pdf",
+        lambda: files.pdf_bytes([LABELLED_LINES, []]),
+        READY,
+        cases=2,
+        warns=("blank-page.pdf, page 2: No text could be read",),
     ),
     Hostile(
         "csv-formula-injection",
@@ -372,7 +437,14 @@ CORPUS: list[Hostile] = [
     ),
     Hostile("csv-100kb-cells", "big.csv", big_cell_csv, READY, cases=2),
     # The same payloads in every other format.
-    Hostile("xlsx-formulas", "formulas.xlsx", xlsx_with_formulas, READY, cases=None),
+    Hostile(
+        "xlsx-formulas",
+        "formulas.xlsx",
+        xlsx_with_formulas,
+        READY,
+        cases=None,
+        warns=("formulas.xlsx, Cases row 2: The “Question” cell is a formula (=HYPERLINK(",),
+    ),
     Hostile(
         "xlsx-xss",
         "xss.xlsx",

@@ -161,6 +161,9 @@ def _assert_cases(dataset: Dataset, item: Hostile) -> None:
     texts = "\n".join(f"{c.question}\n{c.expected_answer}\n{c.document_context}" for c in cases)
     for expected in item.contains:
         assert expected in texts, f"{expected!r} did not arrive verbatim"
+    shown = [f"{item['where']}: {item['message']}" for item in dataset.warnings]
+    for start in item.warns:
+        assert any(warning.startswith(start) for warning in shown), f"no warning {start!r} in {shown}"
     # A 100 KB cell is kept whole (issue 13 sec. 4); nothing is ever over the database's limit.
     assert all(len(c.question) <= 200_000 and len(c.expected_answer) <= 200_000 for c in cases)
 
