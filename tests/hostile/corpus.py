@@ -366,7 +366,7 @@ CORPUS: list[Hostile] = [
         lambda: b"Question,Expected answer\nHi\x00?,Yes\n",
         READY,
         cases=1,
-        warns=("document-nul.csv, line 2: The file held 1 NUL bytes",),  # NUL is a reserved name on Windows,
+        warns=("document-nul.csv, line 2: The file held 1 NUL bytes",),  # NUL is a reserved name on Windows
     ),
     Hostile(
         "csv-ragged-rows",

@@ -87,3 +87,17 @@ def test_an_import_on_the_dataset_page_tells_where_its_warnings_are_and_lists_th
     assert "Imported 2 test cases" in text and "1 warning: see the dataset page" in text
     detail = _text(client_alice.get(reverse("datasets:detail", args=[agent.pk, dataset.pk])))
     assert "cr.csv, row 3: A cell holds a lone carriage return" in detail
+
+
+def test_the_mapping_step_shows_what_the_import_will_change_before_any_case_exists(client_alice, agent):
+    """A test plan waits for its mapping: the warnings are on that page, with file and row."""
+    from tests.datasets.test_extraction_mapping import PLAN_HEADER, PLAN_ROWS
+
+    rows = [["Acme plan"], [], PLAN_HEADER, *PLAN_ROWS]
+    data = files.xlsx_bytes({"Test plan": rows}, merges={"Test plan": ["B4:B5"]})
+    dataset = extract(agent, "plan.xlsx", data, confirm=False)
+    assert dataset.status == "review"
+
+    page = client_alice.get(reverse("datasets:mapping", args=[agent.pk, dataset.pk]))
+
+    assert "plan.xlsx, Test plan row 5: The “Scenario” value comes from the merged cells B4:B5" in _text(page)
