@@ -64,6 +64,11 @@ _PHONES = [
     re.compile(_EDGE + r"0\d(?:[ .]\d{2}){4}" + _END),
 ]
 
+# Every key is a run of 12 or more of these characters; every card or phone number has 8 digits
+# with at most separators between them.
+_MAYBE_KEY = re.compile(r"[A-Za-z0-9_\-+./~]{12,}")
+_MAYBE_NUMBER = re.compile(r"\d(?:[ .\-()]{0,3}\d){7}")
+
 
 def luhn_valid(digits: str) -> bool:
     total = 0
@@ -135,15 +140,17 @@ class _Masker:
                 before = sum(self.counts.values())
                 masked = self.value(document)
                 return json.dumps(masked, ensure_ascii=False) if sum(self.counts.values()) > before else text
-        if len(text) < 16 and not any(char.isdigit() or char == "@" for char in text):
-            return text  # nothing any rule could match (keys are longer): the common short label
-        text = self._sub(_KEY, "key", text)
-        text = _BEARER.sub(self._bearer, text)
-        text = self._sub(_LONG_TOKEN, "key", text, _is_random_token)
-        text = self._sub(_EMAIL, "email", text)
-        text = self._sub(_CARD, "card", text, _is_card)
-        for pattern in _PHONES:
-            text = self._sub(pattern, "phone", text, _is_phone)
+        # Cheap looks first: most texts hold nothing any rule could match.
+        if _MAYBE_KEY.search(text):
+            text = self._sub(_KEY, "key", text)
+            text = _BEARER.sub(self._bearer, text)
+            text = self._sub(_LONG_TOKEN, "key", text, _is_random_token)
+        if "@" in text:
+            text = self._sub(_EMAIL, "email", text)
+        if _MAYBE_NUMBER.search(text):
+            text = self._sub(_CARD, "card", text, _is_card)
+            for pattern in _PHONES:
+                text = self._sub(pattern, "phone", text, _is_phone)
         return text
 
     def value(self, value: Any) -> Any:

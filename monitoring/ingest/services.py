@@ -19,7 +19,8 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models import Count, F, Max, Min, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import Team
@@ -221,7 +222,7 @@ def _conversations(
     team: Team, groups: dict[str, _Group], summaries: dict[str, dict[str, Any]]
 ) -> dict[str, Conversation]:
     """The conversation of each session named, made when new (a concurrent request making the same
-    one is no error), its times widened to the traces'."""
+    one is no error); its count and times are set once the traces are stored."""
     sessions: dict[str, dict[str, Any]] = {}
     for summary in summaries.values():
         session = summary["session_id"]
@@ -247,11 +248,9 @@ def _conversations(
     )
     found = {c.session_id: c for c in Conversation.objects.filter(team=team, session_id__in=list(sessions))}
     for session, conversation in found.items():
-        seen = sessions[session]
-        conversation.started_at = min(conversation.started_at, seen["start"])
-        conversation.last_activity_at = max(conversation.last_activity_at, seen["end"])
+        conversation.stored_agent_id = conversation.agent_id
         if conversation.agent_id is None:
-            conversation.agent = seen["agent"]
+            conversation.agent = sessions[session]["agent"]
     return found
 
 
@@ -290,18 +289,19 @@ def _write_traces(
 
 
 def _count_conversation_traces(conversations: dict[str, Conversation]) -> None:
+    """Each conversation's count and times from its traces, in one UPDATE (the traces are all
+    stored by now); an agent for those that had none (rare: one query each)."""
     if not conversations:
         return
-    counts = dict(
-        Trace.objects.filter(conversation__in=list(conversations.values()))
-        .values_list("conversation")
-        .annotate(n=Count("id"))
+    traces = Trace.objects.filter(conversation=OuterRef("pk")).order_by().values("conversation")
+    Conversation.objects.filter(pk__in=[c.pk for c in conversations.values()]).update(
+        trace_count=Coalesce(Subquery(traces.annotate(n=Count("id")).values("n")), 0),
+        started_at=Coalesce(Subquery(traces.annotate(at=Min("started_at")).values("at")), F("started_at")),
+        last_activity_at=Coalesce(Subquery(traces.annotate(at=Max("ended_at")).values("at")), F("last_activity_at")),
     )
     for conversation in conversations.values():
-        conversation.trace_count = counts.get(conversation.pk, 0)
-    Conversation.objects.bulk_update(
-        list(conversations.values()), ["started_at", "last_activity_at", "agent", "trace_count"]
-    )
+        if conversation.agent_id is not None and conversation.agent_id != conversation.stored_agent_id:
+            Conversation.objects.filter(pk=conversation.pk, agent__isnull=True).update(agent=conversation.agent)
 
 
 def _link_feedback(team: Team, trace_ids: list[int]) -> None:

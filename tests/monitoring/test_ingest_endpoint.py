@@ -67,6 +67,9 @@ def test_traces_of_a_session_make_one_conversation(client, ingestion_key, team):
 
     conversation = Conversation.objects.get(team=team, session_id="c-1")
     assert conversation.trace_count == 3 and conversation.traces.count() == 3
+    traces = Trace.objects.filter(conversation=conversation)
+    assert conversation.started_at == min(t.started_at for t in traces)
+    assert conversation.last_activity_at == max(t.ended_at for t in traces)
 
 
 def test_a_service_maps_to_its_agent_and_an_explicit_attribute_wins(client, ingestion_key, team, agent):
