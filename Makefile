@@ -15,7 +15,7 @@ CHROMIUM := /usr/bin/chromium
 
 export PORT HOST
 
-.PHONY: run test test-realmodel test-container test-worker-hosts local-model lint typecheck format docs doc-screenshots bench bench-peers chaos-table check-deploy install install-dev browser clean help
+.PHONY: run test test-realmodel test-container test-worker-hosts local-model lint typecheck format docs doc-screenshots bench bench-ingest bench-peers chaos-table check-deploy install install-dev browser clean help
 
 help:
 	@echo "make run           install, migrate, load the demo and start web, worker, beat (and the embedded Redis)"
@@ -30,6 +30,7 @@ help:
 	@echo "make doc-screenshots  retake docs/screenshots/ from the real pages (the browser test of the demo loop)"
 	@echo "make bench         run every bench/bench_*.py and print a table"
 	@echo "make chaos-table   every fault (killed worker, Redis and PostgreSQL restarts, model errors, Stop) 3 times on a run: a table"
+	@echo "make bench-ingest  OTLP ingestion at increasing rates on SQLite (and PostgreSQL with BENCH_POSTGRES_URL)"
 	@echo "make bench-peers   Evalsite beside promptfoo, inspect-ai and a bare client (PEER_BENCH=<copy of the peer bench>)"
 	@echo "make check-deploy  Django's deployment checks with production-like settings"
 
@@ -146,6 +147,13 @@ format: install-dev
 bench: install-dev
 	@mkdir -p var
 	$(PY) bench/run_all.py
+
+# OTLP ingestion under load (issue 47): the exporter's payloads to /v1/traces of gunicorn as shipped,
+# at increasing rates, on SQLite and, with BENCH_POSTGRES_URL (an admin URL, e.g.
+# postgres://postgres@127.0.0.1:5432/postgres), on a fresh PostgreSQL database made and dropped.
+bench-ingest: install-dev
+	@mkdir -p var
+	$(PY) bench/bench_ingest.py $(INGEST_ARGS)
 
 # The chaos table (issue 35): each fault hits one run 3 times at the shipped settings, on a private
 # PostgreSQL cluster (the machine's /usr/lib/postgresql binaries, a temporary directory, a free port),
