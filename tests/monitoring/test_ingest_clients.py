@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.test import Client
 
+from accounts.services import api_token_create
 from monitoring.models import Span, Trace
 from monitoring.services import service_mapping_create
 
@@ -64,7 +66,7 @@ def assert_trace_has_what_was_sent(trace: Trace, sent: dict) -> None:
 
 @pytest.mark.parametrize("instrumentation", ["openai-v2", "openinference"])
 def test_a_real_instrumented_client_exports_its_conversation_exactly(
-    instrumentation, fake_llm, live_server, ingestion_key, team, agent
+    instrumentation, fake_llm, live_server, ingestion_key, team, agent, alice
 ):
     service_mapping_create(team=team, service_name="support-bot", agent=agent)
 
@@ -73,6 +75,15 @@ def test_a_real_instrumented_client_exports_its_conversation_exactly(
     trace = Trace.objects.get(team=team, otel_trace_id=sent["trace_id"])
     assert trace.agent == agent
     assert_trace_has_what_was_sent(trace, sent)
+    # And the same on the trace API.
+    token = api_token_create(user=alice, name="reader")[1]
+    shown = Client().get(f"/api/agents/{agent.pk}/traces/{trace.pk}", headers={"Authorization": f"Bearer {token}"})
+    assert shown.status_code == 200
+    body = shown.json()
+    assert body["messages"] == trace.messages and body["tool_calls"] == trace.tool_calls
+    assert (body["question"], body["answer"]) == (trace.question, trace.answer)
+    assert (body["input_tokens"], body["output_tokens"]) == (trace.input_tokens, trace.output_tokens)
+    assert body["session_id"] == "session-1" and len(body["spans"]) == trace.span_count
 
 
 def test_the_exporter_with_the_evalsite_header_and_a_bad_key(fake_llm, live_server, ingestion_key, team):
