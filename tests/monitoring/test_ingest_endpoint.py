@@ -244,3 +244,30 @@ def test_otlp_json_with_hex_ids_is_read_and_answered_in_json(client, ingestion_k
 
     assert response.status_code == 200 and response.json() == {}
     assert Span.objects.get(trace__otel_trace_id=trace_id).span_id == "ab" * 8
+
+
+def test_the_online_selection_is_sent_after_commit_with_the_trace_ids(
+    client, ingestion_key, team, agent, monkeypatch, django_capture_on_commit_callbacks
+):
+    from monitoring import tasks
+    from tests.monitoring.factories import OnlineEvaluatorFactory
+
+    OnlineEvaluatorFactory(agent=agent)
+    service_mapping_create(team=team, service_name="support-bot", agent=agent)
+    sent = []
+    monkeypatch.setattr(tasks.online_traces_select, "delay", lambda ids: sent.append(ids))
+    first, second = build.trace_id(), build.trace_id()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = post(client, build.request([build.span(first), build.span(second)]), ingestion_key)
+
+    assert response.status_code == 200
+    assert sent == [sorted(Trace.objects.filter(otel_trace_id__in=[first, second]).values_list("pk", flat=True))]
+
+
+def test_feedback_comments_are_masked(team):
+    feedback = feedback_record(
+        team=team, otel_trace_id=build.trace_id(), kind="thumbs", value=0, comment="ann@example.com"
+    )
+
+    assert feedback.comment == "[masked:email]"
