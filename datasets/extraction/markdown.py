@@ -7,7 +7,8 @@ row the person wrote, with a warning wherever the reading guessed (issue 48):
 - a blank line inside the table does not end it when table rows follow it;
 - a row whose last "|" is missing goes on over the next lines that do not start with "|"
   (a long cell wrapped by hand), read as one row;
-- rows that follow no header row are named, never dropped silently.
+- rows that follow no header row are named, never dropped silently;
+- a fenced code block is an example of the format: no case comes from it (a table in it is named).
 A row's cell count is kept (Table.widths), so a row with more or fewer cells than its
 header is a warning on its case (tables.table_cases).
 Runs in the sandboxed child: no Django here.
@@ -21,6 +22,7 @@ from datasets.extraction.readers import MAX_TEXT_CHARS, Parsed, lines_label
 from datasets.extraction.tables import Table
 from datasets.extraction.text_files import decode_text
 
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 _TABLE_DELIMITER = re.compile(r"^\s*\|?\s*:?-{1,}:?\s*(\|\s*:?-{1,}:?\s*)*\|?\s*$")
 
 
@@ -32,6 +34,10 @@ def read_markdown(path: str) -> Parsed:
     prose: list[str] = []
     index = 0
     while index < len(lines):
+        fence = _FENCE.match(lines[index])
+        if fence:
+            index = _code_block(lines, index, fence.group(1), prose, warnings)
+            continue
         if _starts_table(lines, index):
             table, index = _table(lines, index, warnings)
             tables.append(table)
@@ -45,6 +51,22 @@ def read_markdown(path: str) -> Parsed:
     warnings.extend(_orphan_rows(prose))
     prose_text = "\n".join(prose) if any(line.strip() for line in prose) else ""
     return Parsed(tables=tables, pages=[(None, prose_text)], text=text[:MAX_TEXT_CHARS], warnings=warnings)
+
+
+def _code_block(lines: list[str], index: int, fence: str, prose: list[str], warnings: list[dict[str, str]]) -> int:
+    """Skip a fenced code block (an example of the format, not cases): its lines stay out of the
+    tables and the prose, and a table in it is named. Returns the index after its closing fence."""
+    end = next((i for i in range(index + 1, len(lines)) if lines[i].strip().startswith(fence)), None)
+    if end is None:  # never closed: it would hide the rest of the file, so the rest is read as usual
+        message = f"A code block opened on line {index + 1} is never closed; the lines after it were read as usual."
+        warnings.append({"where": f"line {index + 1}", "message": message})
+        prose.append(lines[index])
+        return index + 1
+    if any(_starts_table(lines, i) for i in range(index + 1, end)):
+        message = "A table inside a code block was read as an example, not as test cases."
+        warnings.append({"where": f"lines {index + 1}-{end + 1}", "message": message})
+    prose.extend([""] * (end + 1 - index))
+    return end + 1
 
 
 def _starts_table(lines: list[str], index: int) -> bool:

@@ -212,3 +212,25 @@ def test_pdf_pages_with_no_text_are_named(agent):
     assert any(w.startswith("plan.pdf, pages 2, 4: ") and "no text" in w for w in _warnings(dataset)), _warnings(
         dataset
     )
+
+
+def test_a_table_in_a_markdown_code_block_is_an_example_not_cases(agent):
+    example = "Write each case as:\n\n```markdown\n" + HEADER + "| 0 | Example? | Ex |\n```\n\n"
+    text = "# Plan\n\n" + example + HEADER + _rows(1, 15)
+
+    dataset = extract(agent, "plan.md", text.encode())
+
+    assert _questions(dataset) == [f"Question number {n}?" for n in range(1, 16)]
+    assert any(w.startswith("plan.md, lines 5-9: ") and "code block" in w for w in _warnings(dataset)), _warnings(
+        dataset
+    )
+
+
+def test_a_code_block_never_closed_does_not_hide_the_table_after_it(agent):
+    text = "# Plan\n\n```\nan example, never closed\n\n" + HEADER + _rows(1, 15)
+
+    dataset = extract(agent, "plan.md", text.encode())
+
+    assert len(_questions(dataset)) == 15
+    never_closed = "plan.md, line 3: A code block opened on line 3 is never closed"
+    assert any(w.startswith(never_closed) for w in _warnings(dataset))
