@@ -28,7 +28,7 @@ from accounts.models import Membership
 from accounts.services import api_token_create
 from datasets.models import Document
 from evalsite.api import api
-from monitoring.models import LearningCase
+from monitoring.models import LearningCase, OnlineEvaluator
 from playground import services as playground_services
 from playground.models import Exchange
 from runs.engine import case as engine
@@ -108,6 +108,11 @@ PAGE_ACTIONS: dict[str, str] = {
     "monitoring:learning_case_create": "api:monitoring_learning_case_create",
     "monitoring:learning_case_approve": "api:monitoring_learning_case_approve",
     "monitoring:learning_case_reject": "api:monitoring_learning_case_reject",
+    # monitoring: online evaluators
+    "monitoring:evaluator_create": "api:monitoring_evaluator_create",
+    "monitoring:evaluator_update": "api:monitoring_evaluator_update",
+    "monitoring:evaluator_enable": "api:monitoring_evaluator_enable",
+    "monitoring:evaluator_delete": "api:monitoring_evaluator_delete",
 }
 
 READ_PAGES: set[str] = {
@@ -165,6 +170,9 @@ READ_PAGES: set[str] = {
     "monitoring:trace",
     "monitoring:learning",
     "monitoring:learning_case",
+    "monitoring:evaluators",
+    "monitoring:evaluator_new",
+    "monitoring:evaluator",
 }
 
 EXEMPT: dict[str, str] = {
@@ -267,6 +275,7 @@ def real_kwargs(alice, agent, team) -> dict[str, Any]:
         "agent_id": agent.pk,
         "trace_id": trace.pk,
         "learning_case_id": learning_case.pk,
+        "evaluator_id": OnlineEvaluator.objects.create(agent=agent, name="parity").pk,
         "dataset_id": dataset.pk,
         "case_pk": case.pk,
         "document_id": document.pk,

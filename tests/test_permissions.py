@@ -22,7 +22,7 @@ from accounts import services as account_services
 from accounts.models import ApiToken
 from datasets.models import Document
 from monitoring import services as monitoring_services
-from monitoring.models import LearningCase
+from monitoring.models import LearningCase, OnlineEvaluator
 from playground.models import Exchange
 from runs.models import Result, Run, RunCase
 from suggestions.models import PreviewJob, RewriteJob, Suggestion
@@ -56,6 +56,7 @@ AGENT_SCOPED = {
     "preview_id",
     "trace_id",
     "learning_case_id",
+    "evaluator_id",
 }
 
 
@@ -178,6 +179,7 @@ def url_objects(team, alice, bob, agent) -> dict[str, int]:
         "mapping_id": mapping.pk,
         "trace_id": trace.pk,
         "learning_case_id": learning_case.pk,
+        "evaluator_id": OnlineEvaluator.objects.create(agent=agent, name="matrix").pk,
         "team_id": team.pk,
         "agent_id": agent.pk,
         "version_id": agent.current_version_id,
