@@ -43,6 +43,7 @@ class Bar:
     width: float
     height: float
     detail: str
+    tone: str = ""  # "error": the part of a bar that ended in an error
 
 
 @dataclass
@@ -127,12 +128,36 @@ def pass_rate_chart(series: OnlineSeries) -> Chart:
     return chart
 
 
+def mean_score_chart(series: OnlineSeries) -> Chart:
+    """One line per (evaluator, judge configuration): its mean counted score (0-10) in each bucket."""
+    starts = series.bucket_starts
+    chart = Chart(
+        title="Mean score per judge configuration",
+        description="Mean of the counted online scores (0-10), per bucket, one line per judge configuration.",
+        unit="/10",
+        ticks=[(_y(value, 10), str(value)) for value in (0, 5, 10)],
+        x_labels=_x_labels(starts, series.bucket),
+    )
+    for index, score_line in enumerate(series.lines):
+        points = [
+            Point(
+                _x(position, len(starts)),
+                _y(bucket.mean_score, 10),
+                f"{_stamp(bucket.start, series.bucket)}: mean {bucket.mean_score:.1f}/10 of {bucket.scored}",
+            )
+            for position, bucket in enumerate(score_line.buckets)
+            if bucket.scored and bucket.mean_score is not None
+        ]
+        chart.lines.append(Line(score_line.label, TONES[index % len(TONES)], points))
+    return chart
+
+
 def volume_chart(traffic: Traffic, bucket: str) -> Chart:
     starts = [item.start for item in traffic.buckets]
     top = _nice(max([item.count for item in traffic.buckets] + [1]))
     chart = Chart(
-        title="Traces",
-        description="Traces received per bucket.",
+        title="Traces and errors",
+        description="Traces received per bucket; the red part of a bar is the traces that ended in an error.",
         unit="traces",
         ticks=[(_y(value, top), str(value)) for value in _ticks(top)],
         x_labels=_x_labels(starts, bucket),
@@ -145,9 +170,11 @@ def volume_chart(traffic: Traffic, bucket: str) -> Chart:
         y = _y(item.count, top)
         errors = f", {item.errors} failed" if item.errors else ""
         detail = f"{_stamp(item.start, bucket)}: {item.count} traces{errors}"
-        chart.bars.append(
-            Bar(round(_x(index, len(starts)) - width / 2, 1), y, width, round(TOP + PLOT_H - y, 1), detail)
-        )
+        x = round(_x(index, len(starts)) - width / 2, 1)
+        chart.bars.append(Bar(x, y, width, round(TOP + PLOT_H - y, 1), detail))
+        if item.errors:
+            error_y = _y(item.errors, top)
+            chart.bars.append(Bar(x, error_y, width, round(TOP + PLOT_H - error_y, 1), detail, tone="error"))
     return chart
 
 

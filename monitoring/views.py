@@ -58,6 +58,7 @@ def monitoring_page(request: AuthedRequest, agent_id: int) -> HttpResponse:
         "series": series,
         "traffic": traffic,
         "pass_chart": charts.pass_rate_chart(series),
+        "score_chart": charts.mean_score_chart(series),
         "volume_chart": charts.volume_chart(traffic, bucket),
         "latency_chart": charts.latency_chart(traffic, bucket),
         "alerts": list(alerts),

@@ -41,9 +41,11 @@ def test_the_monitoring_page_draws_one_line_per_judge_configuration(client_alice
 
     body = response.content.decode()
     assert response.status_code == 200
-    chart = body[body.index('aria-labelledby="chart-pass-title"') : body.index('id="chart-volume-title"')]
-    assert chart.count('<g class="mon-line">') == 2
-    assert f"Helpfulness · {old.label}" in chart and f"Helpfulness · {new.label}" in chart
+    for start, end in (("chart-pass", "chart-score"), ("chart-score", "chart-volume")):
+        chart = body[body.index(f'aria-labelledby="{start}-title"') : body.index(f'id="{end}-title"')]
+        assert chart.count('<g class="mon-line">') == 2, start
+        assert f"Helpfulness · {old.label}" in chart and f"Helpfulness · {new.label}" in chart
+    assert "mean 6.7/10 of 3" in body and "mean 1.0/10 of 1" in body
     # The table gives each configuration its own figures: 2 of 3 passed, and 0 of 1.
     assert "67%" in body and "0%" in body
 
@@ -78,6 +80,7 @@ def test_the_monitoring_page_shows_traffic_and_open_alerts(client_alice, agent):
     assert body.count('class="alert alert-error mon-alert"') == 1
     assert "pass rate 40% over the last 20 scored, below 80%" in body
     assert '<rect class="mon-bar"' in body
+    assert body.count('<rect class="mon-bar mon-bar-error"') == 1  # the errors' part of the bar
 
 
 def test_the_monitoring_page_takes_a_period_and_ignores_a_bad_one(client_alice, agent):
