@@ -189,7 +189,9 @@ def _trace_out(trace: Trace) -> dict[str, Any]:
     summary="An agent's production figures: online scores per judge configuration, traffic, open alerts",
     url_name="monitoring_page",
 )
-def monitoring_summary(request: ApiRequest, agent_id: int, period: str = Query("24h", description="24h | 7d | 30d")):
+def monitoring_summary(
+    request: ApiRequest, agent_id: int, period: str = Query("24h", description="24h | 7d | 30d")
+) -> dict[str, Any]:
     agent = agent_get_for_user(user=request.user, agent_id=agent_id)
     period = period if period in selectors.PERIODS else selectors.DEFAULT_PERIOD
     since, bucket = selectors.period_start(period)

@@ -3,8 +3,11 @@ validate; the views hand what they clean to monitoring.selectors and monitoring.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 
+from agents.models import Agent
 from datasets.models import Dataset
 from monitoring.learning import REJECT_REASON_MAX
 from monitoring.models import LearningCase
@@ -47,9 +50,11 @@ class LearningApproveForm(forms.Form):
     dataset = forms.ModelChoiceField(queryset=Dataset.objects.none(), empty_label=None)
     expected_answer = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}))
 
-    def __init__(self, *args, agent, **kwargs):
+    def __init__(self, *args: Any, agent: Agent, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["dataset"].queryset = Dataset.objects.filter(agent=agent).order_by("name")
+        field = self.fields["dataset"]
+        assert isinstance(field, forms.ModelChoiceField)
+        field.queryset = Dataset.objects.filter(agent=agent).order_by("name")
 
 
 class LearningRejectForm(forms.Form):

@@ -23,8 +23,9 @@ from agents.models import Agent
 from monitoring.models import Feedback, LearningCase, OnlineScore, Span, Trace
 
 Period = Literal["24h", "7d", "30d"]
+Bucketing = Literal["hour", "day"]
 # The period selector: how far back, and the bucket of its charts.
-PERIODS: dict[str, tuple[timedelta, str]] = {
+PERIODS: dict[str, tuple[timedelta, Bucketing]] = {
     "24h": (timedelta(hours=24), "hour"),
     "7d": (timedelta(days=7), "day"),
     "30d": (timedelta(days=30), "day"),
@@ -34,7 +35,7 @@ TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 NEGATIVE_FEEDBACK = Q(kind=Feedback.Kind.THUMBS, value=0) | Q(kind=Feedback.Kind.SCORE, value__lt=5)
 
 
-def period_start(period: str) -> tuple[datetime, str]:
+def period_start(period: str) -> tuple[datetime, Bucketing]:
     """(since, bucket) of a period name; an unknown name is the default period."""
     span, bucket = PERIODS.get(period, PERIODS[DEFAULT_PERIOD])
     return timezone.now() - span, bucket
