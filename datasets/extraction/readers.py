@@ -59,7 +59,7 @@ def read_xlsx(path: str) -> Parsed:
     from openpyxl.worksheet._reader import FORMULA_TAG, WorkSheetParser
 
     class Parser(WorkSheetParser):
-        # data_only gives None for a formula Excel never calculated: remember which cells those were.
+        # data_only gives None for a formula Excel never calculated: remember which cells those were,
         # and the formula of each cell that has one, so the case can say its value came from one.
         def parse_cell(self, element: object) -> dict:
             cell = super().parse_cell(element)
@@ -110,13 +110,50 @@ def read_xlsx(path: str) -> Parsed:
                         break
                 merged = parser.merged_cells.mergeCell if parser.merged_cells else []
             _fill_merged(table, [(m.min_row, m.min_col, m.max_row, m.max_col) for m in merged[:MAX_MERGED_RANGES]])
+            _hidden_parts(table, sheet.sheet_state, parser, parsed.warnings)
             parsed.tables.append(table)
             if budget <= 0:
+                parsed.warnings.append(_row_budget_warning(sheet.title))
                 break
     finally:
         workbook.close()
     parsed.text = _tables_text(parsed.tables)
     return parsed
+
+
+def _hidden_parts(table: Table, state: str, parser: object, warnings: list[dict[str, str]]) -> None:
+    """A hidden sheet, hidden rows and hidden columns are read like the rest, but the person
+    never saw them in Excel: each is named (issue 48)."""
+    if not table.rows:
+        return
+    if state != "visible":
+        message = "This sheet is hidden in the workbook; its rows were read like the others."
+        warnings.append({"where": f"sheet {table.label}", "message": message})
+    hidden = {"1", "true"}
+    rows = {int(k) for k, v in parser.row_dimensions.items() if v.get("hidden") in hidden}  # type: ignore[attr-defined]
+    for number, _ in table.rows:
+        if number in rows:
+            table.notes.setdefault(number, []).append("This row is hidden in the sheet; it was read like the others.")
+    used = {column for _, cells in table.rows for column in cells}
+    letters = [
+        column_letter(index)
+        for dimension in parser.column_dimensions.values()  # type: ignore[attr-defined]
+        if dimension.get("hidden") in hidden
+        for index in range(int(dimension.get("min", 0)), min(int(dimension.get("max", 0)), 16_384) + 1)
+        if index in used
+    ]
+    if letters:
+        shown = ", ".join(letters[:20])
+        message = f"Hidden column{'s' if len(letters) > 1 else ''} {shown} of the sheet were read like the others."
+        warnings.append({"where": table.label, "message": message})
+
+
+def _row_budget_warning(where: str) -> dict[str, str]:
+    return {
+        "where": where,
+        "message": f"The file has more than {MAX_ROWS_PER_FILE:,} rows; only the first {MAX_ROWS_PER_FILE:,} "
+        "were read. Split it into smaller files.",
+    }
 
 
 def _fill_merged(table: Table, ranges: list[tuple[int, int, int, int]]) -> None:
@@ -179,6 +216,7 @@ def read_xls(path: str) -> Parsed:
             parsed.tables.append(table)
             book.unload_sheet(index)
             if budget <= 0:
+                parsed.warnings.append(_row_budget_warning(sheet.name))
                 break
     finally:
         book.release_resources()
@@ -255,6 +293,7 @@ def read_docx(path: str) -> Parsed:
                     text.append(" | ".join(cells[c] for c in sorted(cells)))
                 rows_left -= 1
                 if rows_left <= 0:
+                    parsed.warnings.append(_row_budget_warning(table.label))
                     break
             parsed.tables.append(table)
         else:
@@ -284,14 +323,18 @@ def read_pdf(path: str) -> Parsed:
             if not opened:
                 raise ExtractionFailed(_ENCRYPTED_PDF)
         pages: list[tuple[int | None, str]] = []
+        cut: list[dict[str, str]] = []
         size = 0
         for number, page in enumerate(reader.pages, start=1):
             if number > MAX_PAGES:
+                cut.append({"where": f"page {number}", "message": f"Only the first {MAX_PAGES:,} pages were read."})
                 break
             content = _clean_pdf_text(page.extract_text() or "")
             pages.append((number, content))
             size += len(content)
-            if size > MAX_TEXT_CHARS:
+            if size > MAX_TEXT_CHARS and number < len(reader.pages):
+                message = f"The text passes {MAX_TEXT_CHARS:,} characters here; the pages after this one were not read."
+                cut.append({"where": f"page {number}", "message": message})
                 break
     except FileNotDecryptedError as exc:
         raise ExtractionFailed(_ENCRYPTED_PDF) from exc
@@ -312,7 +355,7 @@ def read_pdf(path: str) -> Parsed:
             "The PDF has no text layer: it looks like scanned pages or images. Export it from the original "
             "document, or run it through OCR, and upload it again."
         )
-    return Parsed(pages=pages, text="\f".join(content for _, content in pages), warnings=_empty_pages(pages))
+    return Parsed(pages=pages, text="\f".join(content for _, content in pages), warnings=_empty_pages(pages) + cut)
 
 
 def _empty_pages(pages: list[tuple[int | None, str]]) -> list[dict[str, str]]:

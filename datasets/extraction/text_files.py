@@ -49,6 +49,12 @@ def csv_table(text: str, warnings: list[dict[str, str]], bad_lines: list[int], *
             values = {index + 1: value for index, value in enumerate(record) if value.strip()}
             if not values:
                 continue
+            if len(table.rows) >= MAX_ROWS_PER_FILE:
+                message = (
+                    f"The file has more than {MAX_ROWS_PER_FILE:,} rows; only the first {MAX_ROWS_PER_FILE:,} were "
+                )
+                warnings.append({"where": f"row {number}", "message": message + "read. Split it into smaller files."})
+                break
             header_width = header_width or len(record)
             table.rows.append((number, values))
             table.widths[number] = len(record)
@@ -63,8 +69,6 @@ def csv_table(text: str, warnings: list[dict[str, str]], bad_lines: list[int], *
                 )
                 notes.append(message)
                 warnings.append({"where": f"lines {first_line}-{last_line}", "message": message})
-            if len(table.rows) >= MAX_ROWS_PER_FILE:
-                break
     except csv.Error as exc:
         raise ExtractionFailed(
             f"The CSV file is malformed near line {reader.line_num}: fix it and upload again."

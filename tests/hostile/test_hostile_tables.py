@@ -234,3 +234,48 @@ def test_a_code_block_never_closed_does_not_hide_the_table_after_it(agent):
     assert len(_questions(dataset)) == 15
     never_closed = "plan.md, line 3: A code block opened on line 3 is never closed"
     assert any(w.startswith(never_closed) for w in _warnings(dataset))
+
+
+def test_hidden_sheets_rows_and_columns_are_named(agent):
+    import io
+
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.title = "Cases"
+    for row in [["Question", "Expected answer", "Owner"], ["A?", "a", "qa"], ["B?", "b", "qa"], ["C?", "c", "qa"]]:
+        sheet.append(row)
+    sheet.row_dimensions[3].hidden = True
+    sheet.column_dimensions["C"].hidden = True
+    hidden = workbook.create_sheet("Old cases")
+    hidden.append(["Question", "Expected answer"])
+    hidden.append(["Retired?", "yes"])
+    hidden.sheet_state = "hidden"
+    out = io.BytesIO()
+    workbook.save(out)
+
+    dataset = extract(agent, "hidden.xlsx", out.getvalue())
+
+    assert dataset.cases.count() == 4
+    warnings = _warnings(dataset)
+    assert any(w.startswith("hidden.xlsx, Cases row 3: This row is hidden") for w in warnings), warnings
+    assert any(w.startswith("hidden.xlsx, Cases: Hidden column C") for w in warnings), warnings
+    assert any(w.startswith("hidden.xlsx, sheet Old cases: This sheet is hidden") for w in warnings), warnings
+
+
+def test_a_csv_over_the_row_limit_says_where_it_was_cut(monkeypatch):
+    from datasets.extraction import text_files
+
+    monkeypatch.setattr(text_files, "MAX_ROWS_PER_FILE", 3)
+    warnings: list[dict[str, str]] = []
+
+    table = text_files.csv_table("question\nOne?\nTwo?\nThree?\nFour?\n", warnings, [])
+
+    assert len(table.rows) == 3
+    assert warnings == [
+        {
+            "where": "row 4",
+            "message": "The file has more than 3 rows; only the first 3 were read. Split it into smaller files.",
+        }
+    ]
