@@ -124,6 +124,7 @@ class TraceDetailOut(TraceOut):
     session_id: str | None
     spans: list[SpanOut]
     scores: list[ScoreOut]
+    conversation_scores: list[ScoreOut] = Field(description="Scores of the whole conversation (its session)")
     feedback: list[FeedbackOut]
 
 
@@ -180,6 +181,7 @@ def _trace_out(trace: Trace) -> dict[str, Any]:
         "lowest_score": min(counted) if counted else None,
         "spans": list(trace.spans.all()),
         "scores": scores,
+        "conversation_scores": list(trace.conversation.scores.all()) if trace.conversation else [],
         "feedback": feedback,
     }
 

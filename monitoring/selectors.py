@@ -138,13 +138,15 @@ def trace_filter_choices(*, agent: Agent) -> dict[str, list[str]]:
 
 def trace_get(*, agent: Agent, trace_pk: int) -> Trace:
     """The agent's trace with its spans, online scores (with evaluator and judge configuration),
-    feedback and learning cases; 404 for another agent's. A fixed number of queries."""
+    its conversation's scores, feedback and learning cases; 404 for another agent's. A fixed number of queries."""
     traces = (
         Trace.objects.filter(agent=agent)
         .select_related("conversation")
         .prefetch_related(
             Prefetch("spans", queryset=Span.objects.order_by("start_time_unix_nano", "id")),
             Prefetch("scores", queryset=OnlineScore.objects.select_related("evaluator", "judge_config")),
+            # A whole-conversation evaluator's scores hang on the conversation, not on one trace.
+            Prefetch("conversation__scores", queryset=OnlineScore.objects.select_related("evaluator", "judge_config")),
             "feedback",
             Prefetch("learning_cases", queryset=LearningCase.objects.select_related("dataset")),
         )

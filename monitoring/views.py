@@ -106,6 +106,7 @@ def trace_detail(request: AuthedRequest, agent_id: int, trace_id: int) -> HttpRe
         "trace": trace,
         "span_rows": selectors.span_tree(spans),
         "scores": list(trace.scores.all()),
+        "conversation_scores": list(trace.conversation.scores.all()) if trace.conversation else [],
         "feedback": list(trace.feedback.all()),
         "open_case": next((c for c in trace.learning_cases.all() if c.status == LearningCase.Status.CANDIDATE), None),
         "cases": list(trace.learning_cases.all()),

@@ -98,6 +98,7 @@ def test_a_trace_has_its_spans_scores_and_feedback(client, auth, agent, trace):
     assert score["judge_config"] == trace.scores.get().judge_config.label
     assert body["feedback"][0] == {**body["feedback"][0], "kind": "thumbs", "value": 0.0, "negative": True}
     assert body["tool_calls"][0]["name"] == "track" and body["masked"] == {"phone": 1}
+    assert body["conversation_scores"] == []
 
 
 def test_the_monitoring_figures_keep_judges_apart(client, auth, agent):

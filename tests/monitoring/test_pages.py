@@ -12,6 +12,7 @@ from django.utils import timezone
 from monitoring.models import Alert, LearningCase, OnlineScore
 from tests.factories import AgentFactory
 from tests.monitoring.factories import (
+    ConversationFactory,
     FeedbackFactory,
     JudgeConfigFactory,
     OnlineEvaluatorFactory,
@@ -368,3 +369,20 @@ def test_masked_personal_data_is_marked_as_masked_and_text_stays_escaped(client_
     assert "<script>alert(1)" not in body and "&lt;script&gt;alert(1)" in body
     assert "[masked:email]" not in body
     assert "Personal data was masked before this trace was stored: 1 email, 1 card." in body
+
+
+def test_a_trace_shows_the_scores_of_its_whole_conversation(client_alice, agent):
+    conversation = ConversationFactory(agent=agent, session_id="chat-77", trace_count=2)
+    trace = TraceFactory(agent=agent, conversation=conversation)
+    OnlineScoreFactory(
+        trace=None, conversation=conversation, evaluator=OnlineEvaluatorFactory(agent=agent, name="Whole chat"), score=3
+    )
+    OnlineScoreFactory(
+        trace=None, conversation=conversation, evaluator=OnlineEvaluatorFactory(agent=agent, name="Tone"), score=9
+    )
+
+    body = client_alice.get(_url("trace", agent, trace.pk)).content.decode()
+
+    assert "Scores of the whole conversation" in body and "session chat-77" in body
+    assert "Whole chat" in body and "Tone" in body
+    assert "Not scored online." in body  # the trace itself was not
