@@ -11,6 +11,7 @@ from accounts.services import api_token_create
 from monitoring.models import LearningCase
 from tests.factories import AgentFactory, DatasetFactory
 from tests.monitoring.factories import (
+    ConversationFactory,
     FeedbackFactory,
     JudgeConfigFactory,
     OnlineEvaluatorFactory,
@@ -218,3 +219,18 @@ def test_the_lists_cost_the_same_queries_for_1_or_20_rows(client, auth, agent, t
         learning.learning_case_create(trace=extra, reason="picked", user=alice)
 
     assert {name: count(name) for name in one} == one
+
+
+def test_a_trace_carries_its_conversations_scores(client, auth, agent):
+    conversation = ConversationFactory(agent=agent)
+    trace = TraceFactory(agent=agent, conversation=conversation)
+    evaluator = OnlineEvaluatorFactory(agent=agent, name="Whole chat")
+    OnlineScoreFactory(trace=None, conversation=conversation, evaluator=evaluator, score=3)
+
+    body = _get(client, "monitoring_trace", auth, agent.pk, trace.pk).json()
+
+    assert body["session_id"] == conversation.session_id
+    assert [(s["evaluator"], s["score"], s["passed"]) for s in body["conversation_scores"]] == [
+        ("Whole chat", 3.0, False)
+    ]
+    assert body["scores"] == []
