@@ -103,6 +103,12 @@ def read_xlsx(path: str) -> Parsed:
                         if "formula" in cell and not cell.get("no_value")
                     )
                     values = {column: text for column, text in values.items() if text.strip()}
+                    for cell in cells:
+                        if cell.get("data_type") == "e" and cell["value"]:  # #REF!, #DIV/0!, #N/A...
+                            where, error = f"{column_letter(cell['column'])}{row_number}", cell["value"]
+                            table.notes.setdefault(row_number, []).append(
+                                f"The cell {where} holds the spreadsheet error {error}; it was read as that text."
+                            )
                     if values:
                         table.rows.append((row_number, values))
                         budget -= 1

@@ -279,3 +279,18 @@ def test_a_csv_over_the_row_limit_says_where_it_was_cut(monkeypatch):
             "message": "The file has more than 3 rows; only the first 3 were read. Split it into smaller files.",
         }
     ]
+
+
+def test_a_spreadsheet_error_value_is_named_with_its_cell(agent):
+    rows = [["Question", "Expected answer"], ["Price?", "=1/0"], ["Plain?", "Yes"]]
+    data = files.with_cached_values(files.xlsx_bytes({"Cases": rows}), {"B2": "#DIV/0!"})
+    data = files.rewrite_zip(
+        data, {"xl/worksheets/sheet1.xml": lambda xml: xml.replace('r="B2" t="str"', 'r="B2" t="e"')}
+    )
+
+    dataset = extract(agent, "errors.xlsx", data)
+
+    case = dataset.cases.order_by("position").first()
+    assert case.expected_answer == "#DIV/0!"
+    assert "The cell B2 holds the spreadsheet error #DIV/0!; it was read as that text." in case.import_warnings
+    assert any(w.startswith("errors.xlsx, Cases row 2: The cell B2 holds") for w in _warnings(dataset))
