@@ -294,3 +294,26 @@ def test_a_thumbs_down_becomes_a_case_that_fails_the_current_version(client_alic
     assert result.case.question == "How long do I have to return shoes?"
     assert (run.passed, run.failed) == (0, 1)
     assert any(EXPECTED in request.text for request in fake_llm.requests if request.task == "judge")
+
+
+def test_the_queue_costs_the_same_queries_for_1_or_20_cases(client_alice, agent, alice):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert client_alice.get(_url("learning", agent)).status_code == 200
+        return len(queries)
+
+    def add() -> None:
+        trace = TraceFactory(agent=agent)
+        FeedbackFactory(trace=trace, value=0)
+        learning.learning_case_create(trace=_fresh(trace), reason="thumbs_down", user=alice)
+        FeedbackFactory(trace=TraceFactory(agent=agent), value=0)  # one more worth a look
+
+    add()
+    count()  # the first request of a session reads more (the session, the team)
+    one = count()
+    for _ in range(19):
+        add()
+    assert count() == one
