@@ -8,8 +8,9 @@ The payloads are the exporter's own bytes: traces made with the OpenTelemetry SD
 GenAI chat spans with their messages and token usage as opentelemetry-instrumentation-openai-v2
 records them, a tool span; a quarter of the questions carry an email, so masking works), encoded
 by opentelemetry-exporter-otlp-proto-common in batches of 512 spans (the BatchSpanProcessor's
-default). The console is gunicorn as shipped (evalsite.wsgi, 2 sync workers, WEB_CONCURRENCY=2),
-DEBUG off, on a fresh SQLite file or a fresh PostgreSQL database (made and dropped here).
+default). The console is gunicorn as the image starts it (evalsite.wsgi, 2 sync workers as
+.env.example's WEB_CONCURRENCY=2, access log on), DEBUG off, on a fresh SQLite file or a fresh
+PostgreSQL database (made and dropped here).
 
 Each rate is open loop: a batch is due every 512/rate seconds, sent by 8 client threads (a late
 one goes at once); latency is from sending to the answer. Then "max": 4 threads as fast as they
@@ -215,7 +216,8 @@ def one_database(args: argparse.Namespace, database_url: str) -> None:
     log = open(Path(tempfile.mkdtemp(prefix="evalsite-bench-ingest-")) / "gunicorn.log", "w")
     command = [
         sys.executable, "-m", "gunicorn", "evalsite.wsgi:application", "--bind", f"127.0.0.1:{port}",
-        "--workers", str(WORKERS), "--timeout", "60", "--no-control-socket", "--error-logfile", "-",
+        "--workers", str(WORKERS), "--timeout", "60", "--graceful-timeout", "20",
+        "--access-logfile", "-", "--error-logfile", "-", "--no-control-socket",
     ]  # fmt: skip
     web = subprocess.Popen(
         command, cwd=ROOT, env=os.environ.copy(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
