@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db.models import Prefetch
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -17,7 +18,7 @@ from agents.selectors import agent_get_for_user
 from evalsite import paging
 from evalsite.http import AuthedRequest, is_partial
 from monitoring import charts, learning, selectors
-from monitoring.models import Alert, LearningCase
+from monitoring.models import Alert, LearningCase, OnlineScore
 from monitoring.online.series import online_score_series
 from monitoring.page_forms import LearningApproveForm, LearningCreateForm, LearningRejectForm, TraceFilterForm
 
@@ -30,7 +31,11 @@ def _get_agent_for_user(request: AuthedRequest, agent_id: int) -> Agent:
 
 def _get_case_for_user(request: AuthedRequest, agent_id: int, learning_case_id: int) -> LearningCase:
     agent = _get_agent_for_user(request, agent_id)
-    cases = LearningCase.objects.select_related("agent", "dataset", "test_case", "trace", "reviewed_by")
+    # The trace's scores and feedback: why the case is doubtful, beside the answer under review.
+    scores = OnlineScore.objects.select_related("evaluator", "judge_config")
+    cases = LearningCase.objects.select_related(
+        "agent", "dataset", "test_case", "trace", "reviewed_by"
+    ).prefetch_related(Prefetch("trace__scores", queryset=scores), "trace__feedback")
     return get_object_or_404(cases, pk=learning_case_id, agent=agent)
 
 

@@ -208,6 +208,7 @@ def test_the_pages_make_review_and_approve_a_case(client_alice, trace, agent):
     assert response.status_code == 302 and response["Location"] == _url("learning_case", agent, case.pk)
     page = client_alice.get(_url("learning_case", agent, case.pk)).content.decode()
     assert "Sorry, we never take returns." in page and "Hi, I bought shoes last week." in page
+    assert "What the judges and the user said" in page and "Thumbs down" in page
     queue = client_alice.get(_url("learning", agent)).content.decode()
     assert "Can I still return my shoes?" in queue and "Negative user feedback" in queue
 
