@@ -5,6 +5,7 @@ The pipeline, in the order a file meets it:
   validation.py  size, type by content (magic bytes), OOXML archive sanity, file names
   sandbox.py     runs the parse in a separate, resource-limited Python process (child.py)
   readers.py     PDF/DOCX/XLSX/XLS/CSV/Markdown -> tables with row numbers + prose with page numbers
+                 (CSV and text decoding in text_files.py, Markdown in markdown.py, Parsed in parsed.py)
   reading.py     what the sandbox read, as JSON kept on Document.reading, and the cases it
                  holds under a mapping (in the job, in-process; in the child's extract mode)
   tables.py      header row detection and synonyms -> cases, deterministically

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from datasets.extraction.readers import MAX_TEXT_CHARS, Parsed, lines_label
+from datasets.extraction.parsed import MAX_TEXT_CHARS, Parsed, lines_label
 from datasets.extraction.tables import Table
 from datasets.extraction.text_files import decode_text
 

@@ -12,33 +12,21 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
 
 from datasets.extraction.errors import ExtractionFailed
+from datasets.extraction.markdown import read_markdown
+from datasets.extraction.parsed import (
+    MAX_MERGED_RANGES,
+    MAX_PAGES,
+    MAX_ROWS_PER_FILE,
+    MAX_TEXT_CHARS,
+    Parsed,
+)
 from datasets.extraction.tables import Table, cell_text, column_letter
-
-MAX_ROWS_PER_FILE = 50_000
-MAX_PAGES = 3_000
-MAX_TEXT_CHARS = 5_000_000
-MAX_MERGED_RANGES = 20_000
-MAX_CSV_FIELD_CHARS = 20_000_000  # a cell longer than the 10 MB upload limit cannot exist
-
-
-@dataclass
-class Parsed:
-    tables: list[Table] = field(default_factory=list)
-    # Prose in reading order: (page number or None, text). Tables are not repeated here.
-    pages: list[tuple[int | None, str]] = field(default_factory=list)
-    text: str = ""  # the whole document as plain text, for Document.text (pages split by \f)
-    # What the reader changed or doubts, for the whole file: [{"where": "lines 3, 9", "message": ...}].
-    warnings: list[dict[str, str]] = field(default_factory=list)
+from datasets.extraction.text_files import read_csv
 
 
 def read(path: str, file_type: str) -> Parsed:
-    # Both build on this module (Parsed, the limits), so they are imported here, not at the top.
-    from datasets.extraction.markdown import read_markdown
-    from datasets.extraction.text_files import read_csv
-
     readers = {
         "xlsx": read_xlsx,
         "xls": read_xls,
@@ -260,14 +248,6 @@ def _tables_text(tables: list[Table]) -> str:
                 return "\n".join(lines)
         lines.append("")
     return "\n".join(lines).strip()
-
-
-def lines_label(lines: list[int]) -> str:
-    if not lines:
-        return ""
-    shown = ", ".join(str(line) for line in lines[:10])
-    more = f" and {len(lines) - 10} more" if len(lines) > 10 else ""
-    return f"{'line' if len(lines) == 1 else 'lines'} {shown}{more}"
 
 
 def read_docx(path: str) -> Parsed:

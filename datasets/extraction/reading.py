@@ -18,8 +18,8 @@ from typing import Any
 
 from datasets.extraction.dedupe import drop_exact
 from datasets.extraction.errors import ExtractionFailed
+from datasets.extraction.parsed import Parsed
 from datasets.extraction.prose import labelled_cases
-from datasets.extraction.readers import Parsed
 from datasets.extraction.tables import Table, describe, plan_from_choice, plan_table, split_tables, table_cases
 
 SPREADSHEETS = ("xlsx", "xls", "csv")

@@ -11,7 +11,7 @@ import io
 import re
 
 from datasets.extraction.errors import ExtractionFailed
-from datasets.extraction.readers import MAX_CSV_FIELD_CHARS, MAX_ROWS_PER_FILE, MAX_TEXT_CHARS, Parsed, lines_label
+from datasets.extraction.parsed import MAX_CSV_FIELD_CHARS, MAX_ROWS_PER_FILE, MAX_TEXT_CHARS, Parsed, lines_label
 from datasets.extraction.tables import Table
 
 
