@@ -1,8 +1,9 @@
 """Personal data masked before a trace is stored (issue 47): emails, phone numbers, card numbers and
 secrets (API keys, bearer tokens, long random tokens) are replaced by a marker such as
-`[masked:email]` in every text a trace keeps — its spans' attributes, events, links and status
-messages, and the resource's attributes — so nothing downstream (the pages, the API, an online
-judge's request, a learning case) ever sees them. An agent turns it off with
+`[masked:email]` in every text a trace keeps — its spans' names, attributes, events, links and
+status messages, and the resource's attributes — so nothing downstream (the pages, the API, an
+online judge's request, a learning case) ever sees them. Only the service name the trace is filed
+under is kept as sent: it maps the trace to its agent. An agent turns masking off with
 AgentMonitoring.mask_personal_data.
 
 The rules, applied in this order to each string (a string that is a JSON document is masked inside
@@ -172,8 +173,10 @@ def mask(value: Any) -> tuple[Any, dict[str, int]]:
 
 
 def mask_span(span: Any) -> dict[str, int]:
-    """Mask a span row in place (its attributes, events, links and status message); the counts."""
+    """Mask a span row in place (its name, attributes, events, links and status message); the
+    counts."""
     masker = _Masker()
+    span.name = masker.text(span.name)[:300]
     span.attributes = masker.value(span.attributes)
     span.events = masker.value(span.events)
     span.links = masker.value(span.links)

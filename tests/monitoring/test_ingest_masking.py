@@ -121,7 +121,7 @@ def test_several_kinds_in_one_text_are_each_counted():
 def test_a_span_is_masked_in_its_attributes_events_links_and_status():
     span = Span(
         span_id="1" * 16,
-        name="chat",
+        name="reply to bob@example.com",
         start_time_unix_nano=1,
         end_time_unix_nano=2,
         status_message="failed for ann@example.com",
@@ -132,7 +132,8 @@ def test_a_span_is_masked_in_its_attributes_events_links_and_status():
 
     counts = mask_span(span)
 
-    assert counts == {"email": 2, "card": 1, "phone": 1}
+    assert counts == {"email": 3, "card": 1, "phone": 1}
+    assert span.name == "reply to [masked:email]"
     assert span.attributes == {"input.value": "my card is [masked:card]", "order": "A-1042"}
     assert span.events[0]["attributes"]["content"] == "[masked:phone]"
     assert span.links[0] == {"trace_id": "a" * 32, "span_id": "b" * 16, "attributes": {"by": "[masked:email]"}}
