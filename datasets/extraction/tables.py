@@ -328,6 +328,10 @@ def _row_case(table: Table, row_number: int, cells: dict[int, str], plan: Plan) 
             if key in case["metadata"]:  # two columns under one header: keep both, say so
                 key = f"{header[:80]} (column {column_letter(column)})"
                 warnings.append(f"Two columns have the same header “{header}”: this one is kept as “{key}”.")
+            if len(text) > MAX_METADATA_CHARS:
+                warnings.append(
+                    f"The “{header}” cell has {len(text):,} characters; the first {MAX_METADATA_CHARS:,} were kept."
+                )
             case["metadata"][key] = text[:MAX_METADATA_CHARS]
         elif name == "tags":
             case["tags"].extend(_tags(text, header, warnings))

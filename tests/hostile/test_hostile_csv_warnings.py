@@ -112,3 +112,14 @@ def test_two_columns_with_the_same_header_keep_both_cells_on_import():
 
     assert sorted(parsed.cases[0]["metadata"].values()) == ["first note", "second note"]
     assert any("“Notes”" in w["message"] and "same header" in w["message"] for w in parsed.warnings)
+
+
+def test_a_kept_column_cut_to_the_metadata_limit_says_so(agent):
+    data = b"Question,Expected answer,Notes\nOne?,1," + b"n" * 12_000 + b"\n"
+
+    dataset = extract(agent, "long-notes.csv", data)
+
+    case = dataset.cases.get()
+    assert len(case.metadata["Notes"]) == 10_000
+    assert case.import_warnings == ["The “Notes” cell has 12,000 characters; the first 10,000 were kept."]
+    assert any(w.startswith("long-notes.csv, row 2: The “Notes” cell has 12,000") for w in _warnings(dataset))
