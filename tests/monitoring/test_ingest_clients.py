@@ -4,6 +4,7 @@ the SDK's own OTLP/HTTP exporter to a running console (live_server). Every messa
 and every token count the app sent must be on the stored trace exactly."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ CLIENT = Path(__file__).parent / "clients" / "chat_client.py"
 ARGUMENTS = {"order_id": "A-1042"}
 
 
-def run_client(*, instrumentation, fake_llm, live_server, key, header="authorization", session="session-1"):
+def run_client(*, instrumentation, fake_llm, live_server, key, header="authorization", session="session-1", env=None):
     fake_llm.add_rule(
         contains="Where is my order", tool_calls=[{"name": "get_order_status", "arguments": ARGUMENTS}], times=1
     )
@@ -35,7 +36,8 @@ def run_client(*, instrumentation, fake_llm, live_server, key, header="authoriza
         f"--header={header}",
         f"--session={session}",
     ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    environment = {**os.environ, **(env or {})}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False, env=environment)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Failed to export" not in done.stderr, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -86,8 +88,10 @@ def test_a_real_instrumented_client_exports_its_conversation_exactly(
     assert body["session_id"] == "session-1" and len(body["spans"]) == trace.span_count
 
 
-def test_the_exporter_with_the_evalsite_header_and_a_bad_key(fake_llm, live_server, ingestion_key, team):
+def test_the_exporter_with_the_evalsite_header_gzip_and_a_bad_key(fake_llm, live_server, ingestion_key, team):
+    # The SDK's exporter gzips its bodies when told to by the standard variable.
     sent = run_client(
+        env={"OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "gzip"},
         instrumentation="openai-v2",
         fake_llm=fake_llm,
         live_server=live_server,
