@@ -99,3 +99,19 @@ def test_odd_attribute_values_are_stored(client, ingestion_key, text, number):
         client, ingestion_key, build.request(spans, service=text).SerializeToString(), "application/x-protobuf"
     )
     assert response.status_code == 200
+
+
+@FUZZ
+@given(
+    document=JSON_VALUES,
+    field=st.sampled_from(
+        ["trace_id", "messages", "answer", "tool_calls", "documents", "tokens", "timings", "attributes", "tags", "cost"]
+    ),
+    value=JSON_VALUES,
+)
+def test_the_plain_json_endpoints_with_random_bodies(client, ingestion_key, document, field, value):
+    headers = {"Authorization": f"Bearer {ingestion_key}"}
+    shaped = {"answer": "a", "messages": [{"role": "user", "content": "q"}], field: value}
+    for body, path in ((document, "/api/traces"), (shaped, "/api/traces"), (document, "/api/feedback")):
+        response = client.post(path, json.dumps(body), content_type="application/json", headers=headers)
+        assert response.status_code < 500, (path, body, response.content[:300])
