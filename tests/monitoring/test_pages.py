@@ -368,7 +368,7 @@ def test_masked_personal_data_is_marked_as_masked_and_text_stays_escaped(client_
     assert '<mark class="masked" title="Masked before storage">card masked</mark>' in body
     assert "<script>alert(1)" not in body and "&lt;script&gt;alert(1)" in body
     assert "[masked:email]" not in body
-    assert "Personal data was masked before this trace was stored: 1 email, 1 card." in body
+    assert "Personal data was masked before this trace was stored: 1 card, 1 email." in body
 
 
 def test_a_trace_shows_the_scores_of_its_whole_conversation(client_alice, agent):
