@@ -34,6 +34,7 @@ def csv_table(text: str, warnings: list[dict[str, str]], bad_lines: list[int], *
     if stray_cr:
         text = _LONE_CR.sub(_CR_MARK, text)
     broken_rows: list[int] = []
+    spanning: list[tuple[int, int, int, list[str]]] = []  # records over several lines, for _swallowed_rows
     delimiter = csv_delimiter(text[:65_536])
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     previous_line = 0
@@ -61,18 +62,13 @@ def csv_table(text: str, warnings: list[dict[str, str]], bad_lines: list[int], *
             notes = table.notes.setdefault(number, [])
             if any(first_line <= line <= last_line for line in bad_lines):
                 notes.append("This row had bytes that are not valid in the file's encoding (see the file warnings).")
-            swallowed = _swallowed_lines(record, delimiter, header_width)
-            if swallowed:
-                message = (
-                    f"A quoted cell opened on line {first_line} runs to line {last_line} and holds {swallowed} lines "
-                    "that look like rows of their own: a closing quote is probably missing."
-                )
-                notes.append(message)
-                warnings.append({"where": f"lines {first_line}-{last_line}", "message": message})
+            if last_line > first_line:
+                spanning.append((number, first_line, last_line, record))
     except csv.Error as exc:
         raise ExtractionFailed(
             f"The CSV file is malformed near line {reader.line_num}: fix it and upload again."
         ) from exc
+    _swallowed_rows(table, spanning, delimiter, header_width, warnings)
     if broken_rows:
         message = (
             "A cell holds a lone carriage return (the line break Excel on a Mac writes inside a cell); it was read "
@@ -108,14 +104,38 @@ def _unclosed_quote(text: str, table: Table, warnings: list[dict[str, str]]) -> 
     warnings.append({"where": f"row {where}", "message": message})
 
 
-def _swallowed_lines(record: list[str], delimiter: str, width: int) -> int:
+def _swallowed_rows(
+    table: Table, spanning: list[tuple[int, int, int, list[str]]], delimiter: str, width: int, warnings: list
+) -> None:
+    """Records over several lines whose lines look like rows of their own: a quote never closed."""
+    # When the first column holds ids (1, 2, TC-3...), a line inside a cell that starts with one
+    # starts a row too, even when it has fewer cells than the header (issue 48).
+    firsts = [cells.get(1, "") for _, cells in table.rows[1:]]
+    ids = len(firsts) >= 2 and sum(bool(_ID.match(cell.strip())) for cell in firsts) >= 0.8 * len(firsts)
+    starts = re.compile(_ID.pattern.rstrip("$") + r"\s*" + re.escape(delimiter)) if ids else None
+    for number, first_line, last_line, record in spanning:
+        swallowed = _swallowed_lines(record, delimiter, width, starts)
+        if swallowed:
+            message = (
+                f"A quoted cell opened on line {first_line} runs to line {last_line} and holds {swallowed} lines "
+                "that look like rows of their own: a closing quote is probably missing."
+            )
+            table.notes.setdefault(number, []).append(message)
+            warnings.append({"where": f"lines {first_line}-{last_line}", "message": message})
+
+
+_ID = re.compile(r"^[A-Za-z]{0,6}[-_ ]?\d{1,6}$")
+
+
+def _swallowed_lines(record: list[str], delimiter: str, width: int, starts: re.Pattern[str] | None) -> int:
     """How many lines inside this record's multi-line cells look like whole CSV rows."""
     if width < 2:
         return 0
     count = 0
     for value in record:
         if "\n" in value:
-            count += sum(1 for line in value.split("\n")[1:] if line.count(delimiter) >= width - 1)
+            lines = value.split("\n")[1:]
+            count += sum(1 for line in lines if line.count(delimiter) >= width - 1 or (starts and starts.match(line)))
     return count
 
 

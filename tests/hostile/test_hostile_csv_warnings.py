@@ -123,3 +123,15 @@ def test_a_kept_column_cut_to_the_metadata_limit_says_so(agent):
     assert len(case.metadata["Notes"]) == 10_000
     assert case.import_warnings == ["The “Notes” cell has 12,000 characters; the first 10,000 were kept."]
     assert any(w.startswith("long-notes.csv, row 2: The “Notes” cell has 12,000") for w in _warnings(dataset))
+
+
+def test_a_quote_never_closed_is_found_by_its_ids_when_the_quotes_pair_up_by_chance(agent):
+    """Two unclosed quotes pair up with each other: the rows between them look short, but
+    each starts with the next id, so the swallowed rows are named."""
+    data = b'id,question,expected\n1,"How long is the refund window?,30 days\n2,Second?\n3,"Third?,c\n4,Four?,d\n'
+
+    dataset = extract(agent, "ids.csv", data)
+
+    assert any(
+        w.startswith("ids.csv, lines 2-4: A quoted cell opened on line 2 runs to line 4") for w in _warnings(dataset)
+    ), _warnings(dataset)
