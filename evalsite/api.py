@@ -9,19 +9,33 @@ from django.core.exceptions import (
     TooManyFieldsSent,
     TooManyFilesSent,
 )
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 from django.utils import timezone
 from ninja import NinjaAPI
 from ninja.security import HttpBearer
 
 from accounts.models import ApiToken
+from evalsite import paging
+
+
+def _refuse_ids_out_of_range(request: HttpRequest) -> None:
+    """404 for a path id the database cannot hold (past 2**63 - 1), before any operation runs:
+    a lookup through a foreign key (`team_id=...`) fails the query with it instead of finding
+    nothing (issue 48), and every operation's ids pass this door."""
+    match = request.resolver_match
+    kwargs = match.kwargs if match else {}
+    # django-ninja hands its path parameters over as text and converts them itself, later.
+    ids = [int(value) for name, value in kwargs.items() if name.endswith("_id") and str(value).isdigit()]
+    if not paging.in_range(*ids):
+        raise Http404("Not Found")
 
 
 class TokenAuth(HttpBearer):
     """`Authorization: Bearer evs_…`; sets request.user to the token's owner."""
 
     def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
+        _refuse_ids_out_of_range(request)
         if not token.startswith(ApiToken.PREFIX):
             return None  # not one of ours: skip the database
         api_token = (
