@@ -199,6 +199,12 @@ def read_xls(path: str) -> Parsed:
                     text = _xls_cell_text(cell, book.datemode)
                     if text.strip():
                         values[col_index + 1] = text
+                    if cell.ctype == xlrd.XL_CELL_ERROR:
+                        error = xlrd.error_text_from_code.get(cell.value, "error")
+                        table.notes.setdefault(row_index + 1, []).append(
+                            f"The cell {column_letter(col_index + 1)}{row_index + 1} holds the spreadsheet error "
+                            f"{error}; it was read as empty."
+                        )
                 if values:
                     table.rows.append((row_index + 1, values))
                     budget -= 1
@@ -207,6 +213,7 @@ def read_xls(path: str) -> Parsed:
             # xlrd ranges are half-open and zero-based: (rlo, rhi, clo, chi).
             merged = [(rlo + 1, clo + 1, rhi, chi) for rlo, rhi, clo, chi in sheet.merged_cells[:MAX_MERGED_RANGES]]
             _fill_merged(table, merged)
+            _xls_hidden(table, sheet, parsed.warnings)
             parsed.tables.append(table)
             book.unload_sheet(index)
             if budget <= 0:
@@ -216,6 +223,19 @@ def read_xls(path: str) -> Parsed:
         book.release_resources()
     parsed.text = _tables_text(parsed.tables)
     return parsed
+
+
+def _xls_hidden(table: Table, sheet: object, warnings: list[dict[str, str]]) -> None:
+    """Hidden sheets and rows of an .xls, as _hidden_parts names them for an .xlsx."""
+    if not table.rows:
+        return
+    if getattr(sheet, "visibility", 0):
+        message = "This sheet is hidden in the workbook; its rows were read like the others."
+        warnings.append({"where": f"sheet {table.label}", "message": message})
+    rows = getattr(sheet, "rowinfo_map", {})
+    for number, _ in table.rows:
+        if number - 1 in rows and rows[number - 1].hidden:
+            table.notes.setdefault(number, []).append("This row is hidden in the sheet; it was read like the others.")
 
 
 def _xls_cell_text(cell: object, datemode: int) -> str:

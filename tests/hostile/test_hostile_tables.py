@@ -294,3 +294,31 @@ def test_a_spreadsheet_error_value_is_named_with_its_cell(agent):
     assert case.expected_answer == "#DIV/0!"
     assert "The cell B2 holds the spreadsheet error #DIV/0!; it was read as that text." in case.import_warnings
     assert any(w.startswith("errors.xlsx, Cases row 2: The cell B2 holds") for w in _warnings(dataset))
+
+
+def test_xls_error_cells_hidden_rows_and_hidden_sheets_are_named(agent):
+    import io
+
+    import xlwt
+
+    workbook = xlwt.Workbook()
+    sheet = workbook.add_sheet("Cases")
+    for r, row in enumerate([["Question", "Expected answer"], ["Price?", None], ["Hidden?", "h"], ["Plain?", "p"]]):
+        for c, value in enumerate(row):
+            if value is not None:
+                sheet.write(r, c, value)
+    sheet.row(1).set_cell_error(1, "#DIV/0!")
+    sheet.row(2).hidden = True
+    old = workbook.add_sheet("Old cases")
+    old.write(0, 0, "Question")
+    old.write(1, 0, "Retired?")
+    old.visibility = 1
+    out = io.BytesIO()
+    workbook.save(out)
+
+    dataset = extract(agent, "plan.xls", out.getvalue())
+
+    warnings = _warnings(dataset)
+    assert any(w.startswith("plan.xls, Cases row 2: The cell B2 holds the spreadsheet error #DIV/0!") for w in warnings)
+    assert any(w.startswith("plan.xls, Cases row 3: This row is hidden") for w in warnings), warnings
+    assert any(w.startswith("plan.xls, sheet Old cases: This sheet is hidden") for w in warnings), warnings
