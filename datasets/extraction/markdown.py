@@ -83,12 +83,13 @@ def _table(lines: list[str], index: int, warnings: list[dict[str, str]]) -> tupl
     table = Table(label="", unit="line")
     piped = lines[index].strip().startswith("|")
     _add_row(table, index + 1, lines[index])
+    width = table.widths[index + 1]
     index += 2
     while index < len(lines):
         line = lines[index]
         if not line.strip():
             after = next((i for i in range(index, len(lines)) if lines[i].strip()), len(lines))
-            if after == len(lines) or not _is_row(lines[after], piped) or _starts_table(lines, after):
+            if after == len(lines) or not _resumes(lines[after], piped, width) or _starts_table(lines, after):
                 break
             message = (
                 f"A blank line inside the table (line {index + 1}); the rows after it, from line {after + 1}, "
@@ -97,7 +98,7 @@ def _table(lines: list[str], index: int, warnings: list[dict[str, str]]) -> tupl
             warnings.append({"where": lines_label(list(range(index + 1, after + 1))), "message": message})
             index = after
             continue
-        if not _is_row(line, piped):
+        if "|" not in line:
             break
         if _TABLE_DELIMITER.match(line):
             index += 1  # a separator drawn between rows, not a row
@@ -115,8 +116,10 @@ def _table(lines: list[str], index: int, warnings: list[dict[str, str]]) -> tupl
     return table, index
 
 
-def _is_row(line: str, piped: bool) -> bool:
-    return "|" in line and (not piped or line.lstrip().startswith("|"))
+def _resumes(line: str, piped: bool, width: int) -> bool:
+    """After a blank line, a line that goes on with the table: a row as wide as its header
+    (and opening with "|" when the header does), not prose that happens to hold a "|"."""
+    return (not piped or line.lstrip().startswith("|")) and _markdown_cells(line)[1] == width
 
 
 def _closed(line: str) -> bool:

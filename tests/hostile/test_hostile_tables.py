@@ -322,3 +322,12 @@ def test_xls_error_cells_hidden_rows_and_hidden_sheets_are_named(agent):
     assert any(w.startswith("plan.xls, Cases row 2: The cell B2 holds the spreadsheet error #DIV/0!") for w in warnings)
     assert any(w.startswith("plan.xls, Cases row 3: This row is hidden") for w in warnings), warnings
     assert any(w.startswith("plan.xls, sheet Old cases: This sheet is hidden") for w in warnings), warnings
+
+
+def test_markdown_rows_without_their_leading_pipe_stay_in_the_table(agent):
+    rows = "".join(f"{n} | Question number {n}? | Answer {n} |\n" for n in range(2, 16))
+    text = "# Plan\n\n" + HEADER + _rows(1, 1) + rows + "\nSee you | later.\n"
+
+    dataset = extract(agent, "plan.md", text.encode())
+
+    assert _questions(dataset) == [f"Question number {n}?" for n in range(1, 16)]
