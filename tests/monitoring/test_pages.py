@@ -107,6 +107,9 @@ def test_the_agent_tabs_lead_to_monitoring(client_alice, agent):
     body = client_alice.get(reverse("agents:detail", args=[agent.pk])).content.decode()
 
     assert f'href="{_url("page", agent)}"' in body
+    monitoring = client_alice.get(_url("page", agent)).content.decode()
+    for name in ("traces", "learning", "evaluators"):
+        assert f'href="{_url(name, agent)}"' in monitoring, name
 
 
 # ---- the trace list ----------------------------------------------------------------------
