@@ -18,6 +18,7 @@ from ninja import Field, Router, Schema, Status
 from ninja.security import APIKeyHeader, HttpBearer
 
 from evalsite.api_errors import DetailOut, ValidationErrorOut, field_invalid
+from evalsite.schemas import StrictSchema
 from monitoring.ingest import services
 from monitoring.ingest.keys import HEADER, ingestion_key_authenticate
 from monitoring.ingest.otlp import hex_id_or_none
@@ -48,39 +49,40 @@ class IngestionHeader(APIKeyHeader):
 INGESTION_AUTH = [IngestionBearer(), IngestionHeader()]
 
 
-class ToolCallIn(Schema):
+class ToolCallIn(StrictSchema):
     name: str = Field(min_length=1, max_length=200)
     arguments: dict[str, Any] | list[Any] | str = Field(default_factory=dict)
     result: Any = Field(None, description="What the tool returned (stored as text; JSON for other values)")
     id: str = Field("", max_length=200)
 
 
-class MessageIn(Schema):
+class MessageIn(StrictSchema):
     role: Literal["system", "user", "assistant", "tool", "developer"]
     content: str = Field("", max_length=1_000_000)
     tool_calls: list[ToolCallIn] = Field(default_factory=list, max_length=100)
     tool_call_id: str = Field("", max_length=200)
 
 
-class DocumentIn(Schema):
+class DocumentIn(StrictSchema):
     id: str = Field("", max_length=500)
     content: str = Field(max_length=1_000_000)
     score: float | None = None
 
 
-class TokensIn(Schema):
+class TokensIn(StrictSchema):
     input: int = Field(0, ge=0, le=2**31 - 1)
     output: int = Field(0, ge=0, le=2**31 - 1)
 
 
-class TimingsIn(Schema):
+class TimingsIn(StrictSchema):
     started_at: datetime | None = None
     ended_at: datetime | None = None
     duration_ms: int | None = Field(None, ge=0, le=7 * 24 * 3600 * 1000)
 
 
-class TraceIn(Schema):
-    """One request to the agent. Only `messages` or `answer` is needed; the rest is optional."""
+class TraceIn(StrictSchema):
+    """One request to the agent. Only `messages` or `answer` is needed; the rest is optional.
+    A field not listed here is refused (a 422 naming it): put your own in `attributes`."""
 
     trace_id: str = Field("", description="32 hex digits (an OpenTelemetry trace id); made up when empty")
     session_id: str = Field("", max_length=200, description="Groups traces into a conversation")
@@ -110,7 +112,7 @@ class TraceAcceptedOut(Schema):
     spans_stored: int
 
 
-class FeedbackIn(Schema):
+class FeedbackIn(StrictSchema):
     """Exactly one of `thumbs` and `score`."""
 
     trace_id: str = Field(description="The trace's id, 32 hex digits (it may not have arrived yet)")

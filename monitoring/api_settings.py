@@ -17,6 +17,7 @@ from accounts.models import Membership, Team
 from agents.models import Agent
 from evalsite.api_errors import DetailOut, ValidationErrorOut, form_invalid, service_invalid
 from evalsite.http import ApiRequest
+from evalsite.schemas import Id, StrictSchema
 from monitoring import services
 from monitoring.models import DEFAULT_RETENTION_DAYS, AgentMonitoring, IngestionKey, ServiceMapping, TeamMonitoring
 from monitoring.settings_forms import IngestionKeyForm, RetentionForm, ServiceMappingForm
@@ -44,13 +45,13 @@ class KeyCreatedOut(KeyOut):
     key: str  # the raw key: in this answer only
 
 
-class KeyIn(Schema):
+class KeyIn(StrictSchema):
     name: str
 
 
-class MappingIn(Schema):
+class MappingIn(StrictSchema):
     service_name: str
-    agent_id: int
+    agent_id: Id
 
 
 class MappingOut(Schema):
@@ -59,7 +60,7 @@ class MappingOut(Schema):
     agent_id: int
 
 
-class RetentionIn(Schema):
+class RetentionIn(StrictSchema):
     retention_days: int
 
 
@@ -67,7 +68,7 @@ class TeamMonitoringOut(Schema):
     retention_days: int
 
 
-class MaskingIn(Schema):
+class MaskingIn(StrictSchema):
     mask_personal_data: bool
 
 

@@ -158,3 +158,9 @@ def test_the_endpoints_are_in_the_openapi_schema_with_their_security(client):
     for path in ("/api/traces", "/api/feedback"):
         operation = schema["paths"][path]["post"]
         assert {name for item in operation["security"] for name in item} == {"IngestionBearer", "IngestionHeader"}
+
+
+def test_an_unknown_field_is_refused_not_dropped(client, ingestion_key):
+    response = send(client, "/api/traces", {"answer": "a", "answr": "typo"}, ingestion_key)
+
+    assert response.status_code == 422 and "answr" in response.json()["detail"][0]["loc"]

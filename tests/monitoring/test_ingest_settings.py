@@ -137,3 +137,13 @@ def test_the_api_refuses_members_and_other_teams(client, bob, team, agent):
         api(client, "put", f"/agents/{agent.pk}/monitoring/masking", token, {"mask_personal_data": False}).status_code
         == 403
     )
+
+
+def test_the_api_refuses_an_id_past_the_columns_range_and_unknown_fields(client, alice, team):
+    token = api_token_create(user=alice, name="ci")[1]
+    base = f"/teams/{team.pk}/monitoring"
+
+    huge = api(client, "post", base + "/services", token, {"service_name": "bot", "agent_id": 2**70})
+    unknown = api(client, "post", base + "/keys", token, {"name": "prod", "scope": "all"})
+
+    assert (huge.status_code, unknown.status_code) == (422, 422) and not IngestionKey.objects.exists()
