@@ -9,7 +9,8 @@ result, a review and a playground exchange. Three rounds, each over every operat
    objects are another team's: 404, or a 4xx the request earned on its own), and no answer,
    whatever its path, carries A's data (A's objects hold a marker no generated value has);
    afterwards A's objects are as they were;
-2. team B's token on B's own ids, and 3. team A's token on A's own ids: never a 5xx.
+2. team B's token on B's own ids, and 3. team A's token on A's own ids: never a 5xx;
+4. team A's token with values the schema refuses (schemathesis's negative mode): never a 5xx.
 Half of the calls of rounds 2 and 3 use the real ids (generated ids alone would only ever
 reach the 404 at the door); deletions run last in each round. A multipart operation is also
 sent without the boundary in its Content-Type (a 500 found by schemathesis, issue 48). The
@@ -30,6 +31,7 @@ from django.contrib.auth.models import User
 from django.core.wsgi import get_wsgi_application
 from django.test.client import encode_multipart
 from hypothesis import HealthCheck, Phase, given, settings
+from schemathesis import GenerationMode
 from werkzeug.test import Client as WerkzeugClient
 
 from accounts.models import Membership
@@ -114,7 +116,15 @@ def _is_multipart(operation: Any) -> bool:
 
 
 def _drive(
-    schema: Any, check: Callable[[Any, Any, bool], None], *, app: Any, token: str, ids: dict[str, int], always: bool
+    schema: Any,
+    check: Callable[[Any, Any, bool], None],
+    *,
+    app: Any,
+    token: str,
+    ids: dict[str, int],
+    always: bool,
+    mode: GenerationMode = GenerationMode.POSITIVE,
+    examples: int = EXAMPLES,
 ) -> int:
     """Every operation with generated cases; the path's known ids replaced by `ids` on every
     call (`always`) or every other one. `check(case, response, replaced)` records faults."""
@@ -122,9 +132,9 @@ def _drive(
     for operation in _operations(schema):
         multipart = _is_multipart(operation)
 
-        @given(case=operation.as_strategy())
+        @given(case=operation.as_strategy(generation_mode=mode))
         @settings(
-            max_examples=EXAMPLES,
+            max_examples=examples,
             deadline=None,
             derandomize=True,
             database=None,
@@ -211,9 +221,23 @@ def test_no_operation_answers_a_server_error_nor_crosses_teams(real_ids, other_i
     assert _a_state(real_ids) == before, "team B's requests changed team A's objects"
     counts.append(_drive(schema, checker(token_b), app=wsgi_app, token=token_b, ids=other_ids, always=False))
     counts.append(_drive(schema, checker(token_a), app=wsgi_app, token=token_a, ids=real_ids, always=False))
+    # Values the schema refuses (past a maximum, the wrong type): a 4xx, never a 5xx.
+    negative = max(2, EXAMPLES // 3)
+    counts.append(
+        _drive(
+            schema,
+            checker(token_a),
+            app=wsgi_app,
+            token=token_a,
+            ids=real_ids,
+            always=False,
+            mode=GenerationMode.NEGATIVE,
+            examples=negative,
+        )
+    )
 
     operations = len(_operations(schema))
-    assert min(counts) >= 2 * operations  # every operation was called in every round, not skipped
+    assert min(counts[:3]) >= 2 * operations  # every operation was called in every round, not skipped
     assert seen["marker_by_a"] > 0 and seen["not_found_across"] > operations
     assert leaks == []
     assert server_errors == []
