@@ -30,6 +30,7 @@ from monitoring.ingest import conventions, masking
 from monitoring.ingest.otlp import DecodedSpan, clip, nanos_to_datetime
 from monitoring.models import AgentMonitoring, Conversation, Feedback, ServiceMapping, Span, Trace
 
+MAX_COST = 999_999
 AGENT_ATTRIBUTE = "evalsite.agent"  # an agent's id or name, on the resource or any span
 _SUMMARY_FIELDS = [
     "agent",
@@ -241,7 +242,8 @@ def _summary(group: _Group, before: list[Span], new: list[Span], known: Trace | 
         "retrieval_documents": found["retrieval_documents"],
         "input_tokens": found["input_tokens"],
         "output_tokens": found["output_tokens"],
-        "cost": Decimal(str(round(found["cost"], 6))),
+        # The column holds under a million dollars: a sender's absurd figure is capped, not a 503 forever.
+        "cost": Decimal(str(round(min(max(found["cost"], 0), MAX_COST), 6))),
         "status": found["status"],
         "error": found["error"],
         "user_id": clip(found["user_id"], 200),

@@ -271,3 +271,13 @@ def test_feedback_comments_are_masked(team):
     )
 
     assert feedback.comment == "[masked:email]"
+
+
+def test_an_absurd_cost_or_token_count_is_capped_not_refused_forever(client, ingestion_key):
+    trace_id = build.trace_id()
+    attributes = {**build.chat_attributes("q", "a", input_tokens=2**40), "gen_ai.usage.cost": 1e14}
+
+    response = post(client, build.request([build.span(trace_id, attributes=attributes)]), ingestion_key)
+
+    trace = Trace.objects.get(otel_trace_id=trace_id)
+    assert response.status_code == 200 and float(trace.cost) == 999_999 and trace.input_tokens == 2**31 - 1
