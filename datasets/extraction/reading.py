@@ -121,6 +121,7 @@ def _table_answers(read_tables: list[Table], chosen: dict[str, Any]) -> dict[str
     """Every table's cases (by the user's choice for it, else the suggested plan) and description."""
     result: dict[str, Any] = {"cases": [], "described": [], "header_found": False, "header_only": [], "dropped": []}
     tables = [part for table in read_tables for part in split_tables(table)]
+    unread: list[dict[str, str]] = []
     for number, table in enumerate(tables):
         key = str(number)
         plan = plan_table(table)
@@ -128,6 +129,7 @@ def _table_answers(read_tables: list[Table], chosen: dict[str, Any]) -> dict[str
         if plan.header_index is not None and plan.header_index == len(table.rows) - 1:
             # A table with no row under its header.
             result["header_only"].append(", ".join(plan.headers[column] for column in sorted(plan.headers)))
+        suggested = plan
         choice = chosen.get(key)
         if choice is not None:
             plan = plan_from_choice(table, plan, {int(column): name for column, name in choice["columns"].items()})
@@ -136,11 +138,27 @@ def _table_answers(read_tables: list[Table], chosen: dict[str, Any]) -> dict[str
         found = table_cases(table, plan)
         if plan.dropped and plan.question_column is not None:
             result["dropped"].extend(_dropped_rows(table, plan))
+        if not found:
+            unread.extend(_unread_table(table, suggested))
         result["described"].append(describe(table, plan, key, len(found)))
         # Rows whose steps quote no user message: the mapping step offers the model for them.
         result["described"][-1]["unquoted"] = sum(1 for case in found if case.get("unquoted_from"))
         result["cases"].extend(found)
+    if result["cases"]:  # with no case at all, the job fails and says why instead
+        result["dropped"].extend(unread)
     return result
+
+
+def _unread_table(table: Table, plan: Any) -> list[dict[str, str]]:
+    """A table of rows beside the cases with no column naming a question (a Word table split
+    over pages, a sheet with its own headers): its rows are named, not dropped silently."""
+    if plan.question_column is not None or plan.header_index is None or not plan.skipped.startswith("No column"):
+        return []
+    rows = len(table.rows) - plan.header_index - 1
+    if rows < 1:
+        return []
+    message = f"{rows} row(s) under this table's first row gave no test cases. {plan.skipped}"
+    return [{"where": table.location(table.rows[plan.header_index][0]), "message": message}]
 
 
 def _dropped_rows(table: Table, plan: Any) -> list[dict[str, str]]:

@@ -331,3 +331,15 @@ def test_markdown_rows_without_their_leading_pipe_stay_in_the_table(agent):
     dataset = extract(agent, "plan.md", text.encode())
 
     assert _questions(dataset) == [f"Question number {n}?" for n in range(1, 16)]
+
+
+def test_a_word_table_split_over_pages_names_the_rows_it_could_not_read(agent):
+    first = [["Question", "Expected answer"], *files.qa_rows(3)]
+    rest = files.qa_rows(2, start=4)  # the table goes on after a page break, without its header
+
+    dataset = extract(agent, "plan.docx", files.docx_bytes([first, "", rest]))
+
+    assert dataset.cases.count() == 3
+    assert any(
+        w.startswith("plan.docx, Table 2 row 1: 1 row(s) under this table's first row") for w in _warnings(dataset)
+    )
