@@ -238,7 +238,8 @@ def _summary(group: _Group, before: list[Span], new: list[Span], known: Trace | 
     end = max(span.end_time_unix_nano for span in spans)
     attributes = {**(known.attributes if known else {}), **group.resource, **root.attributes}
     return {
-        **{key: found[key] for key in ("messages", "question", "answer", "model", "tool_calls", "tags")},
+        **{key: found[key] for key in ("messages", "question", "answer", "tool_calls", "tags")},
+        "model": clip(found["model"], 200),
         "retrieval_documents": found["retrieval_documents"],
         "input_tokens": found["input_tokens"],
         "output_tokens": found["output_tokens"],

@@ -273,11 +273,18 @@ def test_feedback_comments_are_masked(team):
     assert feedback.comment == "[masked:email]"
 
 
-def test_an_absurd_cost_or_token_count_is_capped_not_refused_forever(client, ingestion_key):
+def test_absurd_figures_and_long_names_are_capped_not_refused_forever(client, ingestion_key):
     trace_id = build.trace_id()
-    attributes = {**build.chat_attributes("q", "a", input_tokens=2**40), "gen_ai.usage.cost": 1e14}
+    attributes = {
+        **build.chat_attributes("q", "a", input_tokens=2**40),
+        "gen_ai.usage.cost": 1e14,
+        "gen_ai.response.model": "m" * 5000,
+        "session.id": "s" * 5000,
+        "user.id": "u" * 5000,
+    }
 
     response = post(client, build.request([build.span(trace_id, attributes=attributes)]), ingestion_key)
 
     trace = Trace.objects.get(otel_trace_id=trace_id)
     assert response.status_code == 200 and float(trace.cost) == 999_999 and trace.input_tokens == 2**31 - 1
+    assert (len(trace.model), len(trace.user_id), len(trace.conversation.session_id)) == (200, 200, 200)
