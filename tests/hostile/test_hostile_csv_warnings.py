@@ -135,3 +135,13 @@ def test_a_quote_never_closed_is_found_by_its_ids_when_the_quotes_pair_up_by_cha
     assert any(
         w.startswith("ids.csv, lines 2-4: A quoted cell opened on line 2 runs to line 4") for w in _warnings(dataset)
     ), _warnings(dataset)
+
+
+def test_a_byte_order_mark_before_windows_1252_text_leaves_the_header_clean(agent):
+    data = b"\xef\xbb\xbfquestion,expected\nCaf\xe9?,Oui\n"
+
+    dataset = extract(agent, "bom.csv", data)
+
+    case = dataset.cases.get()
+    assert case.question == "Café?" and case.expected_answer == "Oui"
+    assert any(w.startswith("bom.csv, line 2: ") and "Windows-1252" in w for w in _warnings(dataset))
