@@ -81,8 +81,12 @@ class ImportResult:
             noun = "case was" if len(self.skipped) == 1 else "cases were"
             text += f" {len(self.skipped)} {noun} skipped: {' '.join(listed)}{f' …and {more} more.' if more else ''}"
         if self.warnings:
-            count = len(self.warnings)
-            text += f" {count} warning{'s' if count != 1 else ''}: see the dataset page."
+            # The first one is said here, where the person is (the toast, the API's answer); all
+            # are on the dataset page. Cut, as the message travels in a header.
+            count, first = len(self.warnings), self.warnings[0]
+            said = f"{first['where']}: {first['message']}" if first.get("where") else first["message"]
+            said = said if len(said) <= 160 else said[:159] + "…"
+            text += f" {count} warning{'s' if count != 1 else ''} (see the dataset page), the first: {said}"
         return text
 
 

@@ -185,6 +185,19 @@ def test_csv_import_then_export(client, auth, dataset):
     assert as_json.status_code == 200 and len(as_json.json()["eval_cases"]) == 2
 
 
+def test_an_import_with_warnings_says_the_first_in_its_answer(client, auth, dataset):
+    """Where an API caller is: the answer names the first warning's row; the dataset lists them all."""
+    upload = SimpleUploadedFile("cr.csv", b"question,expected_answer\nOne?,1\nTwo\rstill two?,2\n")
+
+    response = client.post(_url("datasets_import_csv", dataset.agent_id, dataset.pk), {"file": upload}, **auth)
+
+    assert response.status_code == 200
+    assert response.json()["level"] == "warning"
+    assert "the first: row 3: A cell holds a lone carriage return" in response.json()["message"]
+    detail = client.get(f"/api/agents/{dataset.agent_id}/eval/datasets/{dataset.pk}", **auth).json()
+    assert detail["warnings"][0]["where"] == "cr.csv, row 3"
+
+
 def test_an_import_of_the_wrong_kind_answers_the_dialogs_message(client, auth, dataset):
     upload = SimpleUploadedFile("cases.pdf", b"%PDF-1.4")
 

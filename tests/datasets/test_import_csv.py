@@ -196,7 +196,7 @@ def test_nul_bytes_short_rows_and_open_quotes_are_imported_with_warnings(dataset
     places = [f"{w['where']}: {w['message']}" for w in dataset.warnings]
     assert places[0].startswith("odd.csv, line 2: The file held 1 NUL bytes")
     assert any(p.startswith("odd.csv, row 3: The row has 1 fields") for p in places)
-    assert "warnings: see the dataset page" in result.message
+    assert "warnings (see the dataset page), the first: line 2: The file held 1 NUL bytes" in result.message
 
 
 # The CSV is read by the upload pipeline's reader (extraction.text_files.csv_table): its checks

@@ -84,7 +84,7 @@ def test_an_import_on_the_dataset_page_tells_where_its_warnings_are_and_lists_th
     response = client_alice.post(url, {"file": files.upload("cr.csv", data)}, follow=True)
 
     text = _text(response)
-    assert "Imported 2 test cases" in text and "1 warning: see the dataset page" in text
+    assert "Imported 2 test cases. 1 warning (see the dataset page), the first: row 3: A cell holds a lone" in text
     detail = _text(client_alice.get(reverse("datasets:detail", args=[agent.pk, dataset.pk])))
     assert "cr.csv, row 3: A cell holds a lone carriage return" in detail
 
