@@ -165,10 +165,10 @@ def decode_text(raw: bytes) -> tuple[str, list[dict[str, str]], list[int]]:
     warnings: list[dict[str, str]] = []
     nuls = raw.count(b"\x00")
     if nuls:
-        lines = [number for number, line in enumerate(raw.split(b"\n"), start=1) if b"\x00" in line]
+        nul_lines = [number for number, line in enumerate(raw.split(b"\n"), start=1) if b"\x00" in line]
         warnings.append(
             {
-                "where": lines_label(lines),
+                "where": lines_label(nul_lines),
                 "message": f"The file held {nuls:,} NUL bytes (invisible control characters, often left by a "
                 "broken export); they were removed and the text read as it is.",
             }
@@ -181,12 +181,12 @@ def decode_text(raw: bytes) -> tuple[str, list[dict[str, str]], list[int]]:
     # Line by line: a UTF-8 file with one line pasted from an ANSI file keeps its other lines.
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
-    lines: list[str] = []
+    decoded: list[str] = []
     ansi: list[int] = []
     replaced: list[int] = []
     for number, line in enumerate(raw.split(b"\n"), start=1):
         try:
-            lines.append(line.decode("utf-8"))
+            decoded.append(line.decode("utf-8"))
             continue
         except UnicodeDecodeError:
             pass
@@ -195,8 +195,8 @@ def decode_text(raw: bytes) -> tuple[str, list[dict[str, str]], list[int]]:
         utf8 = re.search(rb"[\xc2-\xf4][\x80-\xbf]", line) is not None
         text = line.decode("utf-8" if utf8 else "cp1252", errors="replace")
         (replaced if utf8 or "\ufffd" in text else ansi).append(number)
-        lines.append(text)
-    utf8_elsewhere = any(re.search(r"[^\x00-\x7f]", text) for n, text in enumerate(lines, 1) if n not in ansi)
+        decoded.append(text)
+    utf8_elsewhere = any(re.search(r"[^\x00-\x7f]", text) for n, text in enumerate(decoded, 1) if n not in ansi)
     if ansi and not utf8_elsewhere and not replaced:
         message = (
             "The file is not UTF-8, so it was read as Windows-1252 (Western European), the encoding Excel uses on "
@@ -216,4 +216,4 @@ def decode_text(raw: bytes) -> tuple[str, list[dict[str, str]], list[int]]:
             "replaced with “\ufffd”: check these lines, or save the file as CSV UTF-8."
         )
         warnings.append({"where": lines_label(replaced), "message": message})
-    return "\n".join(lines), warnings, sorted(ansi + replaced)
+    return "\n".join(decoded), warnings, sorted(ansi + replaced)
