@@ -79,7 +79,7 @@ class SpanOut(Schema):
     scope: str
 
 
-class ScoreOut(Schema):
+class TraceScoreOut(Schema):
     evaluator: str
     judge_config: str | None = Field(description="The judge configuration that made the score (its label)")
     judge_fingerprint: str | None
@@ -104,7 +104,7 @@ class ScoreOut(Schema):
         return score.judge_config.fingerprint if score.judge_config else None
 
 
-class FeedbackOut(Schema):
+class TraceFeedbackOut(Schema):
     kind: str = Field(description="thumbs (value 1 up, 0 down) | score (0-10)")
     value: float
     negative: bool
@@ -123,9 +123,9 @@ class TraceDetailOut(TraceOut):
     user_id: str
     session_id: str | None
     spans: list[SpanOut]
-    scores: list[ScoreOut]
-    conversation_scores: list[ScoreOut] = Field(description="Scores of the whole conversation (its session)")
-    feedback: list[FeedbackOut]
+    scores: list[TraceScoreOut]
+    conversation_scores: list[TraceScoreOut] = Field(description="Scores of the whole conversation (its session)")
+    feedback: list[TraceFeedbackOut]
 
 
 class LearningCaseOut(Schema):

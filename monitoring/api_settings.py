@@ -49,12 +49,12 @@ class KeyIn(StrictSchema):
     name: str
 
 
-class MappingIn(StrictSchema):
+class ServiceMappingIn(StrictSchema):
     service_name: str
     agent_id: Id
 
 
-class MappingOut(Schema):
+class ServiceMappingOut(Schema):
     id: int
     service_name: str
     agent_id: int
@@ -119,7 +119,7 @@ def key_revoke(request: ApiRequest, team_id: int, key_id: int) -> IngestionKey:
 
 
 @router.get(
-    TEAM + "/services", response=list[MappingOut], url_name="monitoring_settings_mappings", summary="Service → agent"
+    TEAM + "/services", response=list[ServiceMappingOut], url_name="monitoring_settings_mappings", summary="Service → agent"
 )
 def mapping_list(request: ApiRequest, team_id: int) -> Any:
     return ServiceMapping.objects.filter(team=_team(request, team_id, owner=False))
@@ -127,11 +127,11 @@ def mapping_list(request: ApiRequest, team_id: int) -> Any:
 
 @router.post(
     TEAM + "/services",
-    response={201: MappingOut, 403: DetailOut, 404: DetailOut, 422: ValidationErrorOut},
+    response={201: ServiceMappingOut, 403: DetailOut, 404: DetailOut, 422: ValidationErrorOut},
     url_name="monitoring_settings_mapping_create",
     summary="Map a service name to an agent",
 )
-def mapping_create(request: ApiRequest, team_id: int, payload: MappingIn) -> Status[Any]:
+def mapping_create(request: ApiRequest, team_id: int, payload: ServiceMappingIn) -> Status[Any]:
     team = _team(request, team_id, owner=True)
     form = ServiceMappingForm({"service_name": payload.service_name, "agent": payload.agent_id}, team=team)
     if not form.is_valid():

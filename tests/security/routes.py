@@ -33,6 +33,11 @@ API_PARAMS = {
     "membership_id": "membership_id",
     "token_id": "token_id",
     "exchange_id": "exchange_id",
+    "key_id": "key_id",
+    "mapping_id": "mapping_id",
+    "trace_id": "trace_id",
+    "learning_case_id": "learning_case_id",
+    "evaluator_id": "evaluator_id",
 }
 # Query parameters an operation needs to do its work (required ones, and the compare matrix's
 # runs, which default to none and then answer 400), with the url_objects keys that fill them.
