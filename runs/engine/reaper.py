@@ -116,15 +116,17 @@ def _run_reconcile(
         )
         lost_ids, ahead_ids, resent_ids = _by_lane(stale)
         stale_ids = lost_ids + ahead_ids + resent_ids
-        # A lane's other cases go back to pending. Each counts as asked: a lane saving its case
-        # behind (lane.py) has already asked the agent about the next one, and nothing here
-        # tells that case from one claimed ahead and never started. A count may so exceed the
-        # agent's calls (by a lane's case never started), never fall short.
+        # Claims taken back: why the agent will be asked again is noted for the coming attempt
+        # (_repeats_note). Only counted attempts are repeats: a case in hand, or one its lane
+        # took up (result_take_up counts it just before its request, as a lane saving its case
+        # behind goes on). One only claimed ahead counted nothing under this claim and adds no
+        # repeat, so the record matches the agent's calls (issue 48), but for a worker killed
+        # between counting a case and sending its request.
         _repeats_note({pk: why for pk, is_lost, _, why in stale if why and pk in lost_ids + ahead_ids})
         if stale_ids:
             # New tokens: if the old message or worker ever comes back, its claim or save finds nothing.
             queue(lost_ids, status=Result.IN_FLIGHT_STATUSES, urgent=True)
-            # A lane's other cases back to pending, their claim counted (see above).
+            # A lane's other cases back to pending, each with the attempts it counted (see above).
             Result.objects.filter(pk__in=ahead_ids, status__in=Result.IN_FLIGHT_STATUSES).update(
                 status=Result.Status.PENDING, token="", claimed_by=""
             )
