@@ -119,7 +119,10 @@ def key_revoke(request: ApiRequest, team_id: int, key_id: int) -> IngestionKey:
 
 
 @router.get(
-    TEAM + "/services", response=list[ServiceMappingOut], url_name="monitoring_settings_mappings", summary="Service → agent"
+    TEAM + "/services",
+    response=list[ServiceMappingOut],
+    url_name="monitoring_settings_mappings",
+    summary="Service → agent",
 )
 def mapping_list(request: ApiRequest, team_id: int) -> Any:
     return ServiceMapping.objects.filter(team=_team(request, team_id, owner=False))

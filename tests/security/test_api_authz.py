@@ -39,13 +39,21 @@ def _call(operation, url: str, token: str | None = None, body: object = None):  
     return Client().generic(operation.method, url, body, content_type="application/json", headers=headers)
 
 
-# The team's settings that only an owner may change, as on the Team settings page (alice owns
-# the team, bob is a member).
+# The team's settings that only an owner may change, as on the Team settings and Monitoring
+# settings pages (alice owns the team, bob is a member), with the sentence a member is refused by.
+TEAM = "Only team owners can manage the team."
+MONITORING = "Only team owners can change the monitoring settings."
 OWNER_ONLY = {
-    "PATCH /api/teams/{team_id}",
-    "PUT /api/teams/{team_id}/budgets",
-    "POST /api/teams/{team_id}/members",
-    "PATCH /api/teams/{team_id}/members/{membership_id}",
+    "PATCH /api/teams/{team_id}": TEAM,
+    "PUT /api/teams/{team_id}/budgets": TEAM,
+    "POST /api/teams/{team_id}/members": TEAM,
+    "PATCH /api/teams/{team_id}/members/{membership_id}": TEAM,
+    "POST /api/teams/{team_id}/monitoring/keys": MONITORING,
+    "POST /api/teams/{team_id}/monitoring/keys/{key_id}/revoke": MONITORING,
+    "POST /api/teams/{team_id}/monitoring/services": MONITORING,
+    "DELETE /api/teams/{team_id}/monitoring/services/{mapping_id}": MONITORING,
+    "PUT /api/teams/{team_id}/monitoring/retention": MONITORING,
+    "PUT /api/agents/{agent_id}/monitoring/masking": MONITORING,
 }
 # One user's own: their API tokens and their playground exchanges (the playground lists only
 # the user's own chats). url_objects makes them alice's.
@@ -101,13 +109,13 @@ def test_a_token_of_the_team_opens_it(url_objects, alice_token, bob_token, charl
         before = snapshot()
         refused = _call(operation, operation.url(url_objects), bob_token)
         assert refused.status_code == 403, f"{operation} for a member answered {refused.status_code}"
-        assert refused.json()["detail"] == "Only team owners can manage the team."
+        assert refused.json()["detail"] == OWNER_ONLY[str(operation)]
         assert snapshot() == before
     if str(operation) in PERSONAL:
         before = snapshot()
         assert _call(operation, operation.url(url_objects), bob_token).status_code == 404
         assert snapshot() == before
-    token = alice_token if str(operation) in OWNER_ONLY | PERSONAL else bob_token
+    token = alice_token if str(operation) in OWNER_ONLY.keys() | PERSONAL else bob_token
 
     # Bodies that name another object: the schema's minimal body names nobody and dataset 1.
     bodies = {
@@ -115,6 +123,7 @@ def test_a_token_of_the_team_opens_it(url_objects, alice_token, bob_token, charl
         "POST /api/agents/{agent_id}/playground/exchanges/{exchange_id}/save-case": {
             "dataset": url_objects["dataset_id"]
         },
+        "POST /api/agents/{agent_id}/evaluators": {"name": "Security probe"},
     }
     body = bodies.get(str(operation))
 
@@ -127,7 +136,7 @@ def test_a_token_of_the_team_opens_it(url_objects, alice_token, bob_token, charl
 
 
 def test_the_exceptions_to_the_matrix_are_operations_of_the_api():
-    assert OWNER_ONLY | PERSONAL <= {str(operation) for operation in OBJECT_OPERATIONS}
+    assert OWNER_ONLY.keys() | PERSONAL <= {str(operation) for operation in OBJECT_OPERATIONS}
 
 
 @pytest.mark.parametrize("operation", NESTED_OPERATIONS, ids=str)

@@ -33,6 +33,9 @@ PROBE = {
     "confirm": "yes",
     "direction": "up",
 }
+# Routes a machine posts to with a key of its own, never a browser's session: the OTLP receiver
+# (tests/monitoring/test_ingest_*). A session alone gets its 401, as on the JSON API.
+KEY_AUTHENTICATED = {"ingest:traces"}
 HTMX = {"HX-Request": "true", "HX-Current-URL": "http://testserver/agents/"}
 
 
@@ -60,6 +63,10 @@ def test_a_post_without_a_csrf_token_is_refused_and_changes_nothing(alice, store
 
     response = client.post(url, PROBE, headers=HTMX if htmx else {})
 
+    if route.name in KEY_AUTHENTICATED:
+        assert response.status_code == 401, f"POST {url} with a session and no key answered {response.status_code}"
+        assert snapshot() == before
+        return
     assert response.status_code in (403, 405), f"POST {url} without a CSRF token answered {response.status_code}"
     if response.status_code == 403:
         assert CSRF_REFUSAL in response.content, f"POST {url} was refused, but not by the CSRF check"

@@ -27,6 +27,14 @@ from accounts.middleware import SESSION_KEY
 from accounts.models import ApiToken, BannerDismissal, Membership, Team
 from agents.models import Agent, AgentVersion
 from datasets.models import Dataset, RuleMap, TestCase
+from monitoring.models import (
+    AgentMonitoring,
+    IngestionKey,
+    LearningCase,
+    OnlineEvaluator,
+    ServiceMapping,
+    TeamMonitoring,
+)
 from playground.models import Exchange
 from reviews.models import CaseEdit, Review
 from runs.models import DatasetBaseline, Result, Run
@@ -61,6 +69,8 @@ GET_STATUS: dict[str, tuple[int, int]] = {
     # htmx). The mapping page itself is tested in tests/datasets/test_mapping_*.
     "datasets:mapping": (302, 200),
     "playground:exchange": (286, 286),  # the matrix's exchange is answered: its poll stops
+    # OTLP's POST only, with a team's ingestion key and never a session (tests/monitoring/test_ingest_*).
+    "ingest:traces": (405, 405),
 }
 
 
@@ -220,7 +230,87 @@ def _proposed_map(objects: dict[str, Any]) -> None:
     objects["rule_map_id"] = rule_map.pk
 
 
+def _evaluator_form(name: str) -> dict[str, Any]:
+    return {
+        "name": name, "scope": "trace", "idle_minutes": 30, "sampling_percent": 100, "alert_window": 20,
+        "pass_threshold": 7,
+    }  # fmt: skip
+
+
+# The monitoring pages post plain forms (no hx-post): an htmx request gets the same redirect.
+def _without_learning_case(objects: dict[str, Any]) -> None:
+    LearningCase.objects.filter(pk=objects["learning_case_id"]).delete()
+
+
 POSTS: dict[str, Post] = {
+    "monitoring_settings:key_create": Post(
+        data=lambda o: {"name": "Production app"},
+        status=(200, 200),  # the new key, shown once on the page
+        done=lambda o, client: IngestionKey.objects.filter(name="Production app").exists(),
+    ),
+    "monitoring_settings:key_revoke": Post(
+        data=lambda o: {},
+        status=(302, 302),
+        done=lambda o, client: IngestionKey.objects.get(pk=o["key_id"]).revoked_at is not None,
+    ),
+    "monitoring_settings:mapping_create": Post(
+        data=lambda o: {"service_name": "support-bot", "agent": o["agent_id"]},
+        status=(302, 302),
+        done=lambda o, client: ServiceMapping.objects.filter(service_name="support-bot").exists(),
+    ),
+    "monitoring_settings:mapping_delete": Post(
+        data=lambda o: {},
+        status=(302, 302),
+        done=lambda o, client: not ServiceMapping.objects.filter(pk=o["mapping_id"]).exists(),
+    ),
+    "monitoring_settings:retention_update": Post(
+        data=lambda o: {"retention_days": 45},
+        status=(302, 302),
+        done=lambda o, client: TeamMonitoring.objects.filter(team_id=o["team_id"], retention_days=45).exists(),
+    ),
+    "monitoring_settings:masking_update": Post(
+        data=lambda o: {},  # the box unticked: masking off
+        status=(302, 302),
+        done=lambda o, client: AgentMonitoring.objects.filter(
+            agent_id=o["agent_id"], mask_personal_data=False
+        ).exists(),
+    ),
+    "monitoring:learning_case_create": Post(
+        data=lambda o: {"reason": "picked"},
+        status=(302, 302),
+        done=lambda o, client: LearningCase.objects.filter(trace_id=o["trace_id"]).exists(),
+        setup=_without_learning_case,
+    ),
+    "monitoring:learning_case_approve": Post(
+        data=lambda o: {"dataset": o["dataset_id"], "expected_answer": "Refunds within 30 days."},
+        status=(302, 302),
+        done=lambda o, client: LearningCase.objects.get(pk=o["learning_case_id"]).status == "approved",
+    ),
+    "monitoring:learning_case_reject": Post(
+        data=lambda o: {"reason": "A test question, not a user's."},
+        status=(302, 302),
+        done=lambda o, client: LearningCase.objects.get(pk=o["learning_case_id"]).status == "rejected",
+    ),
+    "monitoring:evaluator_create": Post(
+        data=lambda o: _evaluator_form("Probe evaluator"),
+        status=(302, 302),
+        done=lambda o, client: OnlineEvaluator.objects.filter(name="Probe evaluator").exists(),
+    ),
+    "monitoring:evaluator_update": Post(
+        data=lambda o: _evaluator_form("Renamed evaluator"),
+        status=(302, 302),
+        done=lambda o, client: OnlineEvaluator.objects.filter(name="Renamed evaluator").exists(),
+    ),
+    "monitoring:evaluator_enable": Post(
+        data=lambda o: {"enabled": "0"},
+        status=(302, 302),
+        done=lambda o, client: not OnlineEvaluator.objects.get(pk=o["evaluator_id"]).enabled,
+    ),
+    "monitoring:evaluator_delete": Post(
+        data=lambda o: {},
+        status=(302, 302),
+        done=lambda o, client: not OnlineEvaluator.objects.filter(pk=o["evaluator_id"]).exists(),
+    ),
     "coverage:adopt": Post(
         data=lambda o: {"map": o["rule_map_id"]},
         status=(302, 200),

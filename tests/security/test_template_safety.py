@@ -33,6 +33,7 @@ ALLOWED_EXPRESSIONS = {
     "pass_percent": "an int rounded in runs/reports/exporters.py (CSS width in the report)",
     "fail_percent": "an int rounded in runs/reports/exporters.py (CSS width in the report)",
     "error_percent": "an int rounded in runs/reports/exporters.py (CSS width in the report)",
+    "row.depth": "an int counted by monitoring.selectors span_tree (a span's indent, --depth)",
 }
 
 TEMPLATE_FLAGS = [
