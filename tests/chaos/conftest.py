@@ -2,6 +2,10 @@
 
 Each chaos test runs on its own Redis (`own_redis`: a redis-server on a free port, no
 persistence), never the machine's, and its worker runs at the shipped WORKER_CONCURRENCY.
+Everything that decides how fast a fault is noticed and undone is as shipped (issue 48): the
+suite's faster reaper (tests/env.py) is dropped from the workers' environment, and the model
+gateway's timeout and backoff are the shipped ones, not the fake model fixture's. What a test
+still sets otherwise says why next to it.
 """
 
 import socket
@@ -12,7 +16,23 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+import evalsite.settings as shipped
 from tests.runs.conftest import _clear_worker_caches, make_dataset, wait_for  # noqa: F401  (fixtures)
+
+
+@pytest.fixture(autouse=True)
+def shipped_reaper(monkeypatch):
+    """Workers and stacks started here get beat's shipped reaper interval (tests/worker.py passes
+    this process's environment on), not tests/env.py's faster one."""
+    monkeypatch.delenv("EVALSITE_REAPER_INTERVAL", raising=False)
+
+
+@pytest.fixture
+def fake_llm(fake_llm, settings):
+    """The fake model, with the gateway's shipped timeout and backoff (the fixture's are shorter)."""
+    settings.EVALSITE_LLM_TIMEOUT = shipped.EVALSITE_LLM_TIMEOUT
+    settings.EVALSITE_LLM_BACKOFF = shipped.EVALSITE_LLM_BACKOFF
+    return fake_llm
 
 
 class RedisServer:

@@ -25,7 +25,8 @@ def test_a_capped_run_whose_worker_is_killed_stops_at_its_cap_losing_and_doublin
 ):
     settings.EVALSITE_LLM_MODEL = settings.EVALSITE_JUDGE_MODEL = PRICED
     # At the shipped settings: the killed worker's heartbeat stops, so the reaper takes its
-    # claims back after EVALSITE_WORKER_HEARTBEAT_TTL (15 s), not the stale-claim timeout.
+    # claims back after EVALSITE_WORKER_HEARTBEAT_TTL (5 s), sent by the second worker's
+    # heartbeat as soon as it sees that, not after the stale-claim timeout.
     fake_llm.set_latency(0.4)
     env = {"REDIS_URL": own_redis.url}
     first = celery_worker(concurrency=settings.WORKER_CONCURRENCY, beat=True, env=env)

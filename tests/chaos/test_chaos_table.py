@@ -18,7 +18,7 @@ from tests.worker import ROOT
 
 pytestmark = [pytest.mark.chaos, pytest.mark.worker, pytest.mark.timeout(1800)]
 
-FAULTS = ["pool-child", "worker", "redis", "pg-sessions", "pg-restart", "model-500", "stop"]
+FAULTS = ["pool-child", "worker", "redis", "redis-down", "pg-sessions", "pg-restart", "model-500", "stop"]
 
 
 @pytest.mark.skipif(not shutil.which("redis-server"), reason="needs redis-server")

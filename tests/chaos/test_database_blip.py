@@ -79,7 +79,9 @@ def test_a_database_blip_mid_run_loses_no_case(celery_worker, fake_llm, make_dat
     repeats = selectors.run_repeats(run=run)
     print(f"\ndatabase blip ({connection.vendor}): first case {recovered:.1f} s after it was back; "
           f"agent calls {asked} for 10 cases, repeats shown {repeats.total} {repeats.causes}")  # fmt: skip
-    assert recovered < 15
+    # Printed, not held to seconds (2 shared cores): what is checked is that nothing waited out
+    # the claims' 120 s timeout (the cases retried their database errors on fresh connections).
+    assert recovered < settings.EVALSITE_STALE_CLAIM_SECONDS / 2
 
     assert run.status == Run.Status.COMPLETED
     results = list(Result.objects.filter(run=run))

@@ -67,15 +67,21 @@ def test_a_restarted_redis_loses_no_case_and_scores_each_exactly_once(
     )
     assert worker.process.poll() is None, f"the worker died on the Redis restart:\n{worker.read_log()[-6000:]}"
     first_after = time.monotonic() - restarted
-    assert first_after < 15, f"a case finished only {first_after:.1f} s after Redis was back"
+    # Printed, not held to seconds (2 shared cores; the chaos table measures it): what is checked
+    # is that nothing waited out the claims' or the queue's 120 s timeout.
+    bound = min(settings.EVALSITE_STALE_CLAIM_SECONDS, settings.EVALSITE_STALE_QUEUE_SECONDS) / 2
+    assert first_after < bound, f"a case finished only {first_after:.1f} s after Redis was back"
     run = wait_settled(run, timeout=150, worker=worker)
+    completed = time.monotonic() - restarted
     errors = poller.stop()
     print(
         f"\nRedis restart at concurrency {processes}, window {run.concurrency}: "
         f"first case finished {first_after:.1f} s after Redis was back, "
-        f"run completed {time.monotonic() - restarted:.1f} s after; the page polled {len(poller.codes)} times, "
+        f"run completed {completed:.1f} s after; the page polled {len(poller.codes)} times, "
         f"{len(errors)} answers 5xx"
     )
+    # The last case too: none waited out a timeout (a message handed to a pool child that never ran it).
+    assert completed < bound, f"the run completed only {completed:.1f} s after Redis was back"
 
     assert worker.process.poll() is None, "the worker must survive the restart"
     # A page takes seconds on a loaded 2-CPU machine: the poller asks as fast as it is answered.

@@ -1,5 +1,6 @@
-"""kill -9 of the worker under `runstack` (make run): it is restarted, the run completes, and
-the cases it was running are taken up again in under 30 s, each live case asked only once."""
+"""kill -9 of the worker under `runstack` (make run), twice: it is restarted after the first delay
+each time, the run completes, and the cases it was running are taken up again by its successor
+as soon as it consumes (issue 48), each live case asked only once."""
 
 import os
 import re
@@ -30,8 +31,7 @@ class Stack:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
-        env = worker_env({"REDIS_URL": redis_url})
-        env.pop("EVALSITE_REAPER_INTERVAL", None)  # the shipped reaper interval, not the suite's faster one
+        env = worker_env({"REDIS_URL": redis_url})  # the shipped reaper interval (conftest.py)
         self.log_path = Path(tempfile.mkdtemp(prefix="evalsite-runstack-")) / "runstack.log"
         self.log = open(self.log_path, "w")
         self.process = subprocess.Popen(
@@ -71,52 +71,70 @@ def stack(transactional_db, own_redis, fake_llm, settings):  # fake_llm first: t
     assert "Stopped. No Evalsite process is left running." in stack.read_log()
 
 
-def test_a_killed_worker_is_restarted_and_its_cases_recover_in_under_30_s(stack, fake_llm, make_dataset, alice):
-    fake_llm.set_latency(0.5)
-    dataset = make_dataset(12, kind=Agent.Kind.LLM)
-    run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
+def _kill_and_recover(stack, run, fake_llm, kill: int) -> tuple[set[int], float, float]:
+    """kill -9 of the worker with a case in flight; (its cases in flight, seconds until its
+    successor was ready, seconds until they were all scored again)."""
+    passed = Result.objects.filter(run=run, status=Result.Status.PASS).count()
     wait_for(
-        lambda: Result.objects.filter(run=run, status=Result.Status.PASS).count() >= 3,
+        lambda: Result.objects.filter(run=run, status=Result.Status.PASS).count() >= passed + 2,
         timeout=120,
-        what="3 finished cases",
+        what="2 more finished cases",
     )
     wait_for(lambda: Result.objects.filter(run=run, status=Result.Status.RUNNING).exists(), what="a case in flight")
-
-    os.killpg(stack.worker_pid(), signal.SIGKILL)  # the worker and its pool children, as an OOM killer would
+    ready_before = stack.read_log().count(" ready.")
+    os.killpg(stack.worker_pid(restarted=kill - 1), signal.SIGKILL)  # the worker and its pool, as an OOM killer would
     killed = time.monotonic()
     in_flight = set(Result.objects.filter(run=run, status=Result.Status.RUNNING).values_list("pk", flat=True))
-    asked_before = Counter(r.trace.get("case") for r in fake_llm.requests if r.task == "agent")
+    ready_at: list[float] = []
 
     def recovered() -> bool:
+        if not ready_at and stack.read_log().count(" ready.") > ready_before:
+            ready_at.append(time.monotonic() - killed)
         return not Result.objects.filter(pk__in=in_flight, status__in=Result.IN_FLIGHT_STATUSES).exists()
 
     wait_for(recovered, timeout=120, interval=0.2, what="the killed worker's cases to be scored again")
     recovery = time.monotonic() - killed
-    run = wait_settled(run, timeout=60)  # not the 120 s stale-queue timeout: nothing waits it out
-    completed = time.monotonic() - killed
-    log = stack.read_log()
-    print(
-        f"\nkill -9 of the worker under runstack: {len(in_flight)} case(s) in flight recovered in {recovery:.1f} s; "
-        f"run completed {completed:.1f} s after the kill"
-    )
+    print(f"\nkill {kill}: {len(in_flight)} case(s) in flight, successor ready after "
+          f"{ready_at[0] if ready_at else float('nan'):.1f} s, scored again after {recovery:.1f} s")  # fmt: skip
+    return in_flight, (ready_at[0] if ready_at else recovery), recovery
 
-    assert re.search(r"worker \(pid \d+\) exited unexpectedly: killed by SIGKILL .*; restarting it in 1 s", log)
-    assert "worker restarted (pid" in log
+
+def test_a_killed_worker_is_restarted_at_once_and_its_cases_go_to_its_successor(
+    stack, fake_llm, make_dataset, alice, settings
+):
+    # At the shipped settings (conftest: beat's reaper interval, the heartbeat and its TTL, the
+    # claims' timeout). Killed twice within seconds: each time the stack restarts it after the
+    # first delay (a worker that was consuming is not failing to start) and marks it ended, so
+    # its cases need no TTL, and go to its successor as soon as it consumes.
+    fake_llm.set_latency(0.5)
+    dataset = make_dataset(20, kind=Agent.Kind.LLM)
+    run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
+    in_flight: set[int] = set()
+    for kill in (1, 2):
+        hit, ready, recovery = _kill_and_recover(stack, run, fake_llm, kill)
+        in_flight |= hit
+        log = stack.read_log()
+        assert re.search(
+            rf"worker \(pid \d+\) exited unexpectedly: killed by SIGKILL .*; restarting it in 1 s \(restart {kill}\)",
+            log,
+        )
+        # Printed, not held to seconds (2 shared cores): what is checked is that the successor
+        # did not wait out the claims' timeout (120 s) once it consumed.
+        assert recovery - ready < settings.EVALSITE_STALE_CLAIM_SECONDS / 2
+    run = wait_settled(run, timeout=60)  # not the 120 s stale-queue timeout: nothing waits it out
+
     assert stack.process.poll() is None  # web, beat and Redis stayed up; the stack did not stop
-    assert recovery < 30
     assert run.status == Run.Status.COMPLETED
     results = list(Result.objects.filter(run=run))
-    assert len(results) == 12 and set(Counter((r.case_id, r.repeat, r.variant) for r in results).values()) == {1}
-    assert (run.completed, run.passed) == (12, 12)
+    assert len(results) == 20 and set(Counter((r.case_id, r.repeat, r.variant) for r in results).values()) == {1}
+    assert (run.completed, run.passed) == (20, 20)
     asked = Counter(r.trace.get("case") for r in fake_llm.requests if r.task == "agent")
     for result in results:
-        # Only a case the dead worker was running is asked again (once); no live case twice.
-        again = asked[str(result.pk)] - asked_before[str(result.pk)]
         if result.pk in in_flight:
-            # Its attempts say what the agent saw: a case the lane had only claimed ahead was
-            # never asked before the kill (1); one it was running was (2), shown as a repeat.
-            # One claimed and cut off before its request counts 2 for 1 call, never fewer.
-            assert asked[str(result.pk)] <= result.attempts <= 2, (result.pk, asked[str(result.pk)], result.attempts)
+            # Taken back because its worker was lost (not a claim left to time out), counted as
+            # the agent saw it: asked once more at most per kill, never uncounted.
+            assert asked[str(result.pk)] <= result.attempts <= 3, (result.pk, asked[str(result.pk)], result.attempts)
             assert len(result.repeats) == result.attempts - 1, result.repeats
-        else:
-            assert asked[str(result.pk)] == 1 and result.attempts == 1, (result.pk, again)
+            assert {entry["cause"] for entry in result.repeats} <= {"worker_lost"}, result.repeats
+        else:  # no live case twice
+            assert asked[str(result.pk)] == 1 and result.attempts == 1, (result.pk, asked[str(result.pk)])
