@@ -39,9 +39,13 @@ def test_every_fault_loses_and_doubles_nothing_counts_every_repeat_and_shows_no_
         assert row["lost"] == 0 and row["doubled"] == 0, row
         assert row["errors"] == 0, row  # every fault here is one the run absorbs
         # Every time the agent was asked again is recorded on its result and shown on the run
-        # page. A case claimed ahead and cut off before its agent request counts an attempt the
-        # agent never saw, so the record may exceed the fake's count, never fall short of it.
-        assert row["asked_fake"] <= row["asked_recorded"] == row["asked_shown"], row
+        # page, exactly as the fake model received it (issue 48): a case a lane claimed ahead
+        # counts its attempt only when taken up, so one handed back unstarted counts nothing
+        # (runs/engine/claims.py). The fake's count leaves out the 500s it sent on purpose
+        # (the gateway's retries, not repeats). Where a case's count differs, the row's notes
+        # name it ("result ..."): a worker killed between a claim and its request is the one
+        # case the record cannot tell from a call (a redelivery counts its case in hand).
+        assert row["asked_fake"] == row["asked_recorded"] == row["asked_shown"], row
         assert row["polls"] >= 4 and row["poll_5xx"] == 0 and row["poll_refused"] == 0, row
         assert not [note for note in row["notes"] if not note.startswith("result ")], row["notes"]
         # Recovery is printed, not held to the issue's seconds here (2 shared cores; the table
