@@ -49,6 +49,13 @@ class IngestionHeader(APIKeyHeader):
 INGESTION_AUTH = [IngestionBearer(), IngestionHeader()]
 
 
+class IngestionRequest(HttpRequest):
+    """The request an ingestion view sees: INGESTION_AUTH has set `auth` to the key it presented
+    (evalsite.http.ApiRequest is the same for a user's API token)."""
+
+    auth: IngestionKey
+
+
 class ToolCallIn(StrictSchema):
     name: str = Field(min_length=1, max_length=200)
     arguments: dict[str, Any] | list[Any] | str = Field(default_factory=dict)
@@ -69,15 +76,17 @@ class DocumentIn(StrictSchema):
     score: float | None = None
 
 
+# The defaults below are given as `default=`: mypy takes only that keyword as a default, and
+# TraceIn's default_factory needs TokensIn() and TimingsIn() to type-check without arguments.
 class TokensIn(StrictSchema):
-    input: int = Field(0, ge=0, le=2**31 - 1)
-    output: int = Field(0, ge=0, le=2**31 - 1)
+    input: int = Field(default=0, ge=0, le=2**31 - 1)
+    output: int = Field(default=0, ge=0, le=2**31 - 1)
 
 
 class TimingsIn(StrictSchema):
     started_at: datetime | None = None
     ended_at: datetime | None = None
-    duration_ms: int | None = Field(None, ge=0, le=7 * 24 * 3600 * 1000)
+    duration_ms: int | None = Field(default=None, ge=0, le=7 * 24 * 3600 * 1000)
 
 
 class TraceIn(StrictSchema):
@@ -130,6 +139,10 @@ class FeedbackOut(Schema):
     comment: str
     linked: bool
 
+    @staticmethod
+    def resolve_linked(feedback: Feedback) -> bool:
+        return feedback.trace_id is not None
+
 
 def _trace_id(value: str, *, required: bool) -> str:
     if not value and not required:
@@ -147,7 +160,7 @@ def _trace_id(value: str, *, required: bool) -> str:
     url_name="monitoring_trace_ingest",
     summary="Send a trace as plain JSON (for apps without OpenTelemetry), with an ingestion key",
 )
-def trace_ingest(request: HttpRequest, payload: TraceIn) -> Any:
+def trace_ingest(request: IngestionRequest, payload: TraceIn) -> Any:
     """Stored as an OTLP trace is: masked, grouped by session, mapped to an agent. Sending the same
     trace_id again adds nothing, so a retry is safe."""
     data = payload.model_dump()
@@ -170,15 +183,14 @@ def trace_ingest(request: HttpRequest, payload: TraceIn) -> Any:
     url_name="monitoring_feedback_ingest",
     summary="Send an end user's feedback on a trace (thumbs up/down or a 0-10 score), with an ingestion key",
 )
-def feedback_ingest(request: HttpRequest, payload: FeedbackIn) -> Any:
+def feedback_ingest(request: IngestionRequest, payload: FeedbackIn) -> Any:
     trace_id = _trace_id(payload.trace_id, required=True)
     if (payload.thumbs is None) == (payload.score is None):
         raise field_invalid("thumbs", "Send either thumbs (up or down) or a score from 0 to 10.")
-    kind, value = (
-        (Feedback.Kind.THUMBS, 1.0 if payload.thumbs == "up" else 0.0)
-        if payload.thumbs
-        else (Feedback.Kind.SCORE, float(payload.score))
-    )
+    if payload.score is not None:
+        kind, value = Feedback.Kind.SCORE, float(payload.score)
+    else:
+        kind, value = Feedback.Kind.THUMBS, 1.0 if payload.thumbs == "up" else 0.0
     try:
         feedback = services.feedback_record(
             team=request.auth.team,
@@ -191,5 +203,4 @@ def feedback_ingest(request: HttpRequest, payload: FeedbackIn) -> Any:
     except DatabaseError:
         logger.exception("Feedback could not be stored")
         return Status(503, {"detail": UNAVAILABLE})
-    feedback.linked = feedback.trace_id is not None
     return Status(201, feedback)

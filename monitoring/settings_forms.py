@@ -3,6 +3,8 @@ monitoring/services.py. The API validates with the same forms (monitoring/api_se
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 
 from accounts.models import Team
@@ -33,9 +35,11 @@ class ServiceMappingForm(forms.Form):
     )
     agent = forms.ModelChoiceField(queryset=Agent.objects.none(), label="Agent", empty_label=None)
 
-    def __init__(self, *args, team: Team, **kwargs) -> None:
+    def __init__(self, *args: Any, team: Team, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["agent"].queryset = Agent.objects.filter(team=team).order_by("name")
+        field = self.fields["agent"]
+        assert isinstance(field, forms.ModelChoiceField)
+        field.queryset = Agent.objects.filter(team=team).order_by("name")
 
     def clean_service_name(self) -> str:
         name = self.cleaned_data["service_name"].strip()

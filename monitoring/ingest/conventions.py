@@ -117,7 +117,8 @@ def _semconv_json(attributes: dict, _events: list) -> tuple[list, list] | None:
 def _part_message(message: Any) -> dict:
     if not isinstance(message, dict):
         return {"role": "user", "content": _text(message)}
-    parts = message.get("parts") if isinstance(message.get("parts"), list) else []
+    raw_parts = message.get("parts")
+    parts: list[Any] = raw_parts if isinstance(raw_parts, list) else []
     result: dict[str, Any] = {"role": _text(message.get("role")) or "user", "content": _parts_text(parts)}
     calls = [_call(part) for part in parts if isinstance(part, dict) and part.get("type") == "tool_call"]
     if calls:
@@ -248,7 +249,8 @@ def _openai_message(message: dict) -> dict:
 
 
 def _call(call: dict) -> dict:
-    function = call.get("function") if isinstance(call.get("function"), dict) else call
+    raw_function = call.get("function")
+    function: dict[Any, Any] = raw_function if isinstance(raw_function, dict) else call
     return {
         "id": _text(call.get("id")),
         "name": _text(function.get("name")),

@@ -38,13 +38,15 @@ def _json_text(value: Any) -> str:
 
 
 def _times(timings: dict[str, Any]) -> tuple[int, int]:
-    started, ended, duration = timings.get("started_at"), timings.get("ended_at"), timings.get("duration_ms")
-    if started is None and ended is None:
-        ended = timezone.now()
+    started: datetime | None = timings.get("started_at")
+    ended: datetime | None = timings.get("ended_at")
+    length = timedelta(milliseconds=timings.get("duration_ms") or 0)
     if started is None:
-        started = ended - timedelta(milliseconds=duration or 0)
-    if ended is None:
-        ended = started + timedelta(milliseconds=duration or 0)
+        if ended is None:
+            ended = timezone.now()
+        started = ended - length
+    elif ended is None:
+        ended = started + length
     return _nanos(started), max(_nanos(ended), _nanos(started))
 
 

@@ -179,7 +179,7 @@ def _store(team: Team, groups: dict[str, _Group]) -> tuple[list[Trace], int]:
         ids = {span.span_id for span in before}
         new_spans[trace_id] = [span for span in group.spans if span.span_id not in ids]
         summaries[trace_id] = _summary(group, before, new_spans[trace_id], known)
-    conversations = _conversations(team, groups, summaries)
+    conversations, agentless = _conversations(team, groups, summaries)
     traces = _write_traces(team, groups, summaries, existing, conversations)
     rows = []
     for trace in traces:
@@ -187,7 +187,7 @@ def _store(team: Team, groups: dict[str, _Group]) -> tuple[list[Trace], int]:
             span.trace = trace
             rows.append(span)
     _insert_spans(rows)
-    _count_conversation_traces(conversations)
+    _count_conversation_traces(conversations, agentless)
     return traces, len(rows)
 
 
@@ -263,9 +263,10 @@ def _summary(group: _Group, before: list[Span], new: list[Span], known: Trace | 
 
 def _conversations(
     team: Team, groups: dict[str, _Group], summaries: dict[str, dict[str, Any]]
-) -> dict[str, Conversation]:
+) -> tuple[dict[str, Conversation], list[Conversation]]:
     """The conversation of each session named, made when new (a concurrent request making the same
-    one is no error); its count and times are set once the traces are stored."""
+    one is no error); its count and times are set once the traces are stored. Returned with those
+    stored without an agent: they are given their session's here, and _count_conversation_traces saves it."""
     sessions: dict[str, dict[str, Any]] = {}
     for summary in summaries.values():
         session = summary["session_id"]
@@ -275,7 +276,7 @@ def _conversations(
         seen["start"], seen["end"] = min(seen["start"], summary["started_at"]), max(seen["end"], summary["ended_at"])
         seen.setdefault("agent", summary["agent"])
     if not sessions:
-        return {}
+        return {}, []
     Conversation.objects.bulk_create(
         [
             Conversation(
@@ -290,11 +291,12 @@ def _conversations(
         ignore_conflicts=True,
     )
     found = {c.session_id: c for c in Conversation.objects.filter(team=team, session_id__in=list(sessions))}
+    agentless: list[Conversation] = []
     for session, conversation in found.items():
-        conversation.stored_agent_id = conversation.agent_id
         if conversation.agent_id is None:
             conversation.agent = sessions[session]["agent"]
-    return found
+            agentless.append(conversation)
+    return found, agentless
 
 
 def _write_traces(
@@ -331,7 +333,7 @@ def _write_traces(
     return new + list(existing.values())
 
 
-def _count_conversation_traces(conversations: dict[str, Conversation]) -> None:
+def _count_conversation_traces(conversations: dict[str, Conversation], agentless: list[Conversation]) -> None:
     """Each conversation's count and times from its traces, in one UPDATE (the traces are all
     stored by now); an agent for those that had none (rare: one query each)."""
     if not conversations:
@@ -342,8 +344,8 @@ def _count_conversation_traces(conversations: dict[str, Conversation]) -> None:
         started_at=Coalesce(Subquery(traces.annotate(at=Min("started_at")).values("at")), F("started_at")),
         last_activity_at=Coalesce(Subquery(traces.annotate(at=Max("ended_at")).values("at")), F("last_activity_at")),
     )
-    for conversation in conversations.values():
-        if conversation.agent_id is not None and conversation.agent_id != conversation.stored_agent_id:
+    for conversation in agentless:
+        if conversation.agent_id is not None:
             Conversation.objects.filter(pk=conversation.pk, agent__isnull=True).update(agent=conversation.agent)
 
 

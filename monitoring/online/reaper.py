@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.cache import cache
@@ -28,7 +28,7 @@ BATCH = 500
 RESENT_KEY = "evalsite:online-score-resent:"
 
 
-def online_reap(*, now=None) -> dict[str, int]:
+def online_reap(*, now: datetime | None = None) -> dict[str, int]:
     """One beat pass; returns how many scores it sent again, woke after their preflight, and
     claimed afresh (for logs and tests)."""
     now = now or timezone.now()
@@ -40,7 +40,7 @@ def online_reap(*, now=None) -> dict[str, int]:
     }
 
 
-def stale_scores_resend(*, now=None) -> int:
+def stale_scores_resend(*, now: datetime | None = None) -> int:
     now = now or timezone.now()
     stale = now - timedelta(seconds=settings.EVALSITE_STALE_CLAIM_SECONDS)
     unsent = now - timedelta(seconds=settings.EVALSITE_STALE_QUEUE_SECONDS)  # runs' wait for a lost message

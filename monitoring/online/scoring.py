@@ -31,7 +31,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
-from django.db.models import F, Q, Sum
+from django.db.models import F, Q, QuerySet, Sum
 from django.utils import timezone
 
 from evalsite import llm
@@ -264,7 +264,7 @@ class Lease:
         self.score_id, self.at = score_id, at
         self._lock = threading.Lock()
 
-    def rows(self):
+    def rows(self) -> QuerySet[OnlineScore]:
         return OnlineScore.objects.filter(pk=self.score_id, status=OnlineScore.Status.PENDING, claimed_at=self.at)
 
     def refresh(self) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.db.models import F
@@ -63,7 +63,8 @@ def _claim(evaluators: list[OnlineEvaluator], traces: list[Trace]) -> int:
     feedback: dict[int, list[Feedback]] = defaultdict(list)
     if any(needs_feedback(evaluator.filters) for evaluator in evaluators):
         for item in Feedback.objects.filter(trace__in=traces):
-            feedback[item.trace_id].append(item)
+            if item.trace_id is not None:  # always, as the filter is on its trace; the check tells mypy
+                feedback[item.trace_id].append(item)
     picks = [
         OnlineScore(evaluator=evaluator, trace=trace)
         for evaluator in evaluators
@@ -102,7 +103,7 @@ def scores_send(score_ids: list[int]) -> None:
     after_commit(send)
 
 
-def online_traces_sweep(*, now=None) -> int:
+def online_traces_sweep(*, now: datetime | None = None) -> int:
     """Beat: each enabled per-trace evaluator looks at the traces received since its last sweep."""
     now = now or timezone.now()
     claimed = 0
@@ -113,7 +114,7 @@ def online_traces_sweep(*, now=None) -> int:
     return claimed
 
 
-def _sweep_one(evaluator_id: int, *, until) -> int:
+def _sweep_one(evaluator_id: int, *, until: datetime) -> int:
     with transaction.atomic():
         # The UPDATE locks the row (PostgreSQL) or the database (SQLite): one sweep per evaluator at a time.
         if not OnlineEvaluator.objects.filter(pk=evaluator_id).update(updated_at=F("updated_at")):
@@ -132,7 +133,7 @@ def _sweep_one(evaluator_id: int, *, until) -> int:
     return claimed
 
 
-def online_conversations_select(*, now=None) -> int:
+def online_conversations_select(*, now: datetime | None = None) -> int:
     """Beat: claim a score for each conversation idle for its evaluator's `idle_minutes` whose
     traces match the filters (any one of them) and whose sample is taken."""
     now = now or timezone.now()
@@ -151,7 +152,8 @@ def online_conversations_select(*, now=None) -> int:
             feedback: dict[int, list[Feedback]] = defaultdict(list)
             if needs_feedback(evaluator.filters):
                 for item in Feedback.objects.filter(trace__in=traces):
-                    feedback[item.trace_id].append(item)
+                    if item.trace_id is not None:  # always, as the filter is on its trace; the check tells mypy
+                        feedback[item.trace_id].append(item)
             if any(trace_matches(evaluator.filters, trace, feedback[trace.pk]) for trace in traces):
                 picks.append(OnlineScore(evaluator=evaluator, conversation=conversation))
         with transaction.atomic():

@@ -19,10 +19,11 @@ monitoring/online/retention.py). Three queries whatever the span.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Literal
+from typing import Any, Literal
 
 from django.db.models import Avg, Count, Q, Sum
 from django.db.models.functions import TruncDay, TruncHour
@@ -124,7 +125,9 @@ def online_score_series(
     return OnlineSeries(since=since, bucket=bucket, lines=lines, not_counted=not_counted, pending=pending)
 
 
-def _lines(rows: list[dict], others: list[dict], since: datetime, bucket: Bucketing) -> list[ScoreLine]:
+def _lines(
+    rows: Sequence[Mapping[str, Any]], others: Sequence[Mapping[str, Any]], since: datetime, bucket: Bucketing
+) -> list[ScoreLine]:
     keys = {(row["evaluator_id"], row["judge_config_id"]) for row in rows}
     keys |= {(row["evaluator_id"], row["judge_config_id"]) for row in others if row["judge_config_id"]}
     if not keys:

@@ -118,12 +118,13 @@ def evaluator_settings_clean(
             values[name] = _CLEANERS[name](value)
         except ValidationError as error:
             errors[name] = " ".join(error.messages)
-    name = values.get("name")
-    if (
-        name
-        and OnlineEvaluator.objects.filter(agent=agent, name=name).exclude(pk=getattr(evaluator, "pk", None)).exists()
-    ):
-        errors["name"] = f"This agent already has an evaluator named “{name}”."
+    new_name = values.get("name")
+    if new_name:
+        namesakes = OnlineEvaluator.objects.filter(agent=agent, name=new_name)
+        if evaluator is not None:
+            namesakes = namesakes.exclude(pk=evaluator.pk)
+        if namesakes.exists():
+            errors["name"] = f"This agent already has an evaluator named “{new_name}”."
     if errors:
         raise ValidationError(errors)
     return values
