@@ -91,7 +91,7 @@ def test_a_restarted_redis_loses_no_case_and_scores_each_exactly_once(
     results = list(Result.objects.filter(run=run))
     assert len(results) == 16
     assert set(Counter((r.case_id, r.repeat, r.variant) for r in results).values()) == {1}
-    assert {r.status for r in results} == {Result.Status.PASS}
+    assert {r.status for r in results} == {Result.Status.PASS}, [(r.pk, r.status, r.error) for r in results]
     assert (run.completed, run.passed) == (16, 16)
     assert f"stale case(s) of run {run.pk}" in worker.read_log()  # the reaper, not luck, brought them back
     # Every repeat call is counted and shown, each after the lost connection to Redis.
