@@ -66,8 +66,14 @@ def learning_doubt(*, trace: Trace) -> float:
 
 
 def _earlier_turns(trace: Trace) -> list[dict[str, str]]:
-    """The conversation before the trace's last question, as the roles sent it."""
-    messages = [m for m in trace.messages if isinstance(m, dict) and m.get("role") in ("user", "assistant")]
+    """The conversation before the trace's last question, as the roles sent it. An assistant turn
+    with no text only called tools (their results came back in the next turn): a test case's
+    history holds what the user read, so it is left out rather than kept as a blank turn."""
+    messages = [
+        m
+        for m in trace.messages
+        if isinstance(m, dict) and m.get("role") in ("user", "assistant") and (m["role"] == "user" or m.get("content"))
+    ]
     last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=len(messages))
     return [{"role": m["role"], "content": str(m.get("content") or "")} for m in messages[:last_user]]
 

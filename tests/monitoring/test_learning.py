@@ -64,6 +64,29 @@ def test_a_candidate_takes_the_question_and_earlier_turns_from_the_trace(trace, 
     )
 
 
+def test_an_earlier_turn_that_only_called_a_tool_is_not_a_blank_turn_of_the_case(agent, alice):
+    # A real client's earlier turn: the model called a tool (no text), the tool answered, the
+    # model answered with the result. The case's history keeps what the user read.
+    trace = TraceFactory(
+        agent=agent,
+        question="And when does it arrive?",
+        messages=[
+            {"role": "user", "content": "Where is my order A-1042?"},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "get_order_status"}]},
+            {"role": "tool", "content": '{"status": "shipped"}', "tool_call_id": "c1"},
+            {"role": "assistant", "content": "It has shipped."},
+            {"role": "user", "content": "And when does it arrive?"},
+        ],
+    )
+
+    case = learning.learning_case_create(trace=_fresh(trace), reason="picked", user=alice)
+
+    assert case.conversation == [
+        {"role": "user", "content": "Where is my order A-1042?"},
+        {"role": "assistant", "content": "It has shipped."},
+    ]
+
+
 def test_a_second_pick_of_the_same_trace_finds_the_open_candidate(trace, alice):
     first = learning.learning_case_create(trace=_fresh(trace), reason="picked", user=alice)
     second = learning.learning_case_create(trace=_fresh(trace), reason="thumbs_down", user=alice)
