@@ -124,6 +124,14 @@ def test_a_token_of_the_team_opens_it(url_objects, alice_token, bob_token, charl
             "dataset": url_objects["dataset_id"]
         },
         "POST /api/agents/{agent_id}/evaluators": {"name": "Security probe"},
+        "POST /api/agents/{agent_id}/learning-cases/{learning_case_id}/approve": {
+            "dataset_id": url_objects["dataset_id"],
+            "expected_answer": "Refunds within 30 days.",
+        },
+        "POST /api/teams/{team_id}/monitoring/services": {
+            "service_name": "security-probe",
+            "agent_id": url_objects["agent_id"],
+        },
     }
     body = bodies.get(str(operation))
 
