@@ -1,4 +1,4 @@
-"""kill -9 of the worker under `runstack` (make run), twice: it is restarted after the first delay
+"""kill -9 of the worker under `runstack` (make run), twice: it is restarted at once
 each time, the run completes, and the cases it was running are taken up again by its successor
 as soon as it consumes (issue 48), each live case asked only once."""
 
@@ -103,8 +103,8 @@ def test_a_killed_worker_is_restarted_at_once_and_its_cases_go_to_its_successor(
     stack, fake_llm, make_dataset, alice, settings
 ):
     # At the shipped settings (conftest: beat's reaper interval, the heartbeat and its TTL, the
-    # claims' timeout). Killed twice within seconds: each time the stack restarts it after the
-    # first delay (a worker that was consuming is not failing to start) and marks it ended, so
+    # claims' timeout). Killed twice within seconds: each time the stack restarts it at
+    # once (a worker that was consuming is not failing to start) and marks it ended, so
     # its cases need no TTL, and go to its successor as soon as it consumes.
     fake_llm.set_latency(0.5)
     dataset = make_dataset(20, kind=Agent.Kind.LLM)
@@ -115,7 +115,7 @@ def test_a_killed_worker_is_restarted_at_once_and_its_cases_go_to_its_successor(
         in_flight |= hit
         log = stack.read_log()
         assert re.search(
-            rf"worker \(pid \d+\) exited unexpectedly: killed by SIGKILL .*; restarting it in 1 s \(restart {kill}\)",
+            rf"worker \(pid \d+\) exited unexpectedly: killed by SIGKILL .*; restarting it at once \(restart {kill}\)",
             log,
         )
         # Printed, not held to seconds (2 shared cores): what is checked is that the successor

@@ -6,8 +6,9 @@ SIGTERM or SIGHUP stops them in order: web, beat, worker (warm shutdown, so task
 flight finish), Redis. A second Ctrl-C kills at once.
 
 It supervises: a service that exits on its own (a killed worker, an OOM, a crash) is
-restarted after a backoff (1 s, doubling up to 30 s, back to 1 s once it has stayed up
-for a minute), and the restart is logged with its cause. The others, web included, keep
+restarted at once if it had got ready (a worker consuming when it was killed), else after a
+backoff (1 s, doubling up to 30 s, back to 1 s once it has stayed up for a minute), and the
+restart is logged with its cause. The others, web included, keep
 running; only Ctrl-C or SIGTERM stops the stack.
 
 Each service runs in its own session, so the terminal's Ctrl-C reaches only this
@@ -232,19 +233,23 @@ class Command(BaseCommand):
         if service.restart_at is None:
             self._pump(timeout=0)  # its last words first
             # A worker that was consuming when it died (kill -9, out of memory) is not failing to
-            # start: it comes back after the first delay, or each kill within a minute of the
-            # last would wait twice as long (runs wait for it; issue 48).
+            # start: it comes back at once, since runs wait for it (its start-up alone takes
+            # seconds, so this is no tight loop), and the backoff starts over (issue 48). A
+            # service that died before it was ready backs off, doubling.
             if now - service.started_at >= BACKOFF_RESET_AFTER or service.ready:
                 service.backoff = BACKOFF_FIRST
-            service.restart_at = now + service.backoff
+            delay = 0.0 if service.ready else service.backoff
+            service.restart_at = now + delay
+            when = "at once" if service.ready else f"in {delay:.0f} s"
             self._say(
                 f"{service.name} (pid {service.process.pid}) exited unexpectedly: {self._cause(service)}; "
-                f"restarting it in {service.backoff:.0f} s (restart {service.restarts + 1})."
+                f"restarting it {when} (restart {service.restarts + 1})."
             )
             self._kill_group(service)  # pool children its death left behind
             if service.name == "worker":
                 self._worker_ended(service.process.pid)
-            service.backoff = min(service.backoff * 2, BACKOFF_MAX)
+            if not service.ready:
+                service.backoff = min(service.backoff * 2, BACKOFF_MAX)
             return
         if now < service.restart_at:
             return
