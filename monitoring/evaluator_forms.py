@@ -45,8 +45,11 @@ class OnlineEvaluatorForm(DatasetSettingsForm):
         help_text="Judging stops for the day once this is spent. Empty: no cap.",
     )  # fmt: skip
     service = forms.CharField(required=False, max_length=200, help_text="Only traces of this service.name.")
-    attributes = forms.CharField(
+    # Not named "attributes": a form control of that name would hide the form element's own
+    # `attributes` property from every script on the page (DOM clobbering).
+    attribute_filters = forms.CharField(
         required=False,
+        label="Attributes",
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text="One per line: key=value (equals) or key~value (contains), e.g. deployment.environment=prod.",
     )
@@ -68,12 +71,14 @@ class OnlineEvaluatorForm(DatasetSettingsForm):
 
     field_order = [
         "name", "enabled", "scope", "idle_minutes", "sampling_percent", "daily_cost_cap",
-        "service", "attributes", "tags", "feedback", "latency_over_ms", "errors_only",
+        "service", "attribute_filters", "tags", "feedback", "latency_over_ms", "errors_only",
         *SCORING_KEYS,
         "alert_below_percent", "alert_window", "alert_webhook", "alert_email",
     ]  # fmt: skip
     RULE_FIELDS = ("name", "enabled", "scope", "idle_minutes", "sampling_percent", "daily_cost_cap")
-    FILTER_FIELDS = ("service", "attributes", "tags", "feedback", "latency_over_ms", "errors_only")
+    FILTER_FIELDS = ("service", "attribute_filters", "tags", "feedback", "latency_over_ms", "errors_only")
+    # The filters' keys (monitoring/online/filters.py) of the fields whose name differs.
+    FILTER_KEYS = {"attribute_filters": "attributes"}
     ALERT_FIELDS = ("alert_below_percent", "alert_window", "alert_webhook", "alert_email")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -90,9 +95,9 @@ class OnlineEvaluatorForm(DatasetSettingsForm):
         ]
         return [(legend, text, [self[name] for name in names]) for legend, text, names in parts]
 
-    def clean_attributes(self) -> list[dict[str, str]]:
+    def clean_attribute_filters(self) -> list[dict[str, str]]:
         conditions = []
-        for number, line in enumerate(self.cleaned_data["attributes"].splitlines(), 1):
+        for number, line in enumerate(self.cleaned_data["attribute_filters"].splitlines(), 1):
             if not line.strip():
                 continue
             op = "contains" if "~" in line and ("=" not in line or line.index("~") < line.index("=")) else "equals"
@@ -112,7 +117,7 @@ class OnlineEvaluatorForm(DatasetSettingsForm):
             "idle_minutes": data["idle_minutes"],
             "sampling_rate": data["sampling_percent"] / 100,
             "daily_cost_cap": data["daily_cost_cap"],
-            "filters": {name: data[name] for name in self.FILTER_FIELDS},
+            "filters": {self.FILTER_KEYS.get(name, name): data[name] for name in self.FILTER_FIELDS},
             "scoring": {name: data[name] for name in SCORING_KEYS if data.get(name) not in (None, "")},
             "alert_below": None if data["alert_below_percent"] is None else data["alert_below_percent"] / 100,
             "alert_window": data["alert_window"],
@@ -131,7 +136,7 @@ class OnlineEvaluatorForm(DatasetSettingsForm):
             "sampling_percent": round(evaluator.sampling_rate * 100, 4),
             "daily_cost_cap": evaluator.daily_cost_cap,
             "service": filters.get("service", ""),
-            "attributes": "\n".join(
+            "attribute_filters": "\n".join(
                 f"{c['key']}{'~' if c['op'] == 'contains' else '='}{c['value']}" for c in filters.get("attributes", [])
             ),
             "tags": ", ".join(filters.get("tags", [])),

@@ -29,12 +29,21 @@ from playwright.sync_api import Page, expect
 from agents import services as agent_services
 from agents.models import Agent
 from datasets.models import Dataset, Document, TestCase
+from monitoring import services as monitoring_services
+from monitoring.models import Alert, Conversation, LearningCase, Span
 from playground.models import Exchange
 from reviews.models import Review
 from runs.models import Result, Run, RunCase
 from suggestions.models import PreviewJob, RewriteJob, Suggestion
 from tests.datasets import files
 from tests.hostile.corpus import XSS_PAYLOADS
+from tests.monitoring.factories import (
+    FeedbackFactory,
+    JudgeConfigFactory,
+    OnlineEvaluatorFactory,
+    OnlineScoreFactory,
+    TraceFactory,
+)
 from tests.security.routes import console_routes
 
 pytestmark = pytest.mark.e2e
@@ -51,6 +60,7 @@ EXTRA_VISITS = [
     ("datasets:case_search", lambda o: {"q": "<script>alert('xss-q')</script>"}),
     ("datasets:document_preview", lambda o: {"case": o["case_pk"], "show": "context"}),
     ("datasets:document_preview", lambda o: {"case": o["case_pk"]}),
+    ("monitoring:traces", lambda o: {"q": "<script>alert('xss-q')</script>", "status": "error"}),
 ]
 DOM_CHECK = """() => {
   const bad = [];
@@ -167,12 +177,63 @@ def hostile_world(transactional_db, settings, tmp_path: Path, team, alice, bob) 
         error=ALL, finished_at=timezone.now(),
     )  # fmt: skip
     return {
+        **_hostile_monitoring(team, alice, agent),
         "agent_id": agent.pk, "version_id": version_1, "version_2_id": agent.current_version_id,
         "dataset_id": dataset.pk, "case_id": cases[0].pk, "case_pk": cases[0].pk, "document_id": docx.pk,
         "run_id": run.pk, "run_case_id": run.cases.first().pk, "result_id": run.results.first().pk,
         "suggestion_id": suggestion.pk, "job_id": job.pk, "preview_id": preview.pk,
         "exchange_id": exchange.pk,
         "membership_id": bob.memberships.get().pk, "token_id": 0,
+    }  # fmt: skip
+
+
+def _hostile_monitoring(team, alice, agent: Agent) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    """What a deployed app sends is the least trusted text of all: a production trace, its spans,
+    tool calls, documents and feedback full of payloads, with the key, mapping, evaluator, score,
+    alert and learning case made from them."""
+    key = monitoring_services.ingestion_key_create(team=team, user=alice, name=f"Key {SHORT}"[:100])[0]
+    mapping = monitoring_services.service_mapping_create(team=team, service_name=f"svc {SHORT}"[:200], agent=agent)
+    conversation = Conversation.objects.create(
+        agent=agent, team=team, session_id=f"s {SHORT}"[:200], started_at=timezone.now(),
+        last_activity_at=timezone.now(),
+    )  # fmt: skip
+    trace = TraceFactory(
+        agent=agent, conversation=conversation, service_name=f"svc {SHORT}"[:200], name=SHORT[:300],
+        status="error", error=ALL, model=SHORT[:200], question=ALL, answer=ALL, user_id=SHORT[:200],
+        tags=[payload[:60] for payload in XSS_PAYLOADS], attributes={SHORT[:100]: ALL},
+        messages=[{"role": "user", "content": ALL},
+                  {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": SHORT[:60],
+                                                                      "arguments": {"q": ALL}}]},
+                  {"role": "tool", "content": ALL, "tool_call_id": "c1"},
+                  {"role": "assistant", "content": ALL}],
+        tool_calls=[{"id": "c1", "name": SHORT[:60], "arguments": {"q": ALL}, "result": ALL}],
+        retrieval_documents=[{"id": SHORT[:60], "content": ALL, "score": 0.5}],
+        span_count=1,
+    )  # fmt: skip
+    start = int(trace.started_at.timestamp() * 1e9)
+    Span.objects.create(
+        trace=trace, span_id="ab" * 8, name=SHORT[:300], kind="client", status_code="error", status_message=ALL,
+        start_time_unix_nano=start, end_time_unix_nano=start + 850_000_000, attributes={SHORT[:100]: ALL, "x": [ALL]},
+        events=[{"name": SHORT[:100], "attributes": {"message": ALL}}],
+    )  # fmt: skip
+    FeedbackFactory(trace=trace, comment=ALL, user_id=SHORT[:200])
+    evaluator = OnlineEvaluatorFactory(
+        agent=agent, name=f"Eval {SHORT}"[:120], filters={"service": SHORT[:200], "tags": [SHORT[:60]]},
+        scoring={"evaluation_criteria": ALL, "acceptance_criteria": ALL, "judge_model": SHORT[:100]},
+        alert_below=0.9,
+    )  # fmt: skip
+    config = JudgeConfigFactory(judge_model=SHORT[:100])
+    OnlineScoreFactory(trace=trace, evaluator=evaluator, judge_config=config, score=3, reasoning=ALL)
+    Alert.objects.create(evaluator=evaluator, judge_config=config, pass_rate=0.1, window=20, threshold=0.9,
+                         delivery={"webhook": f"failed: {ALL[:300]}"})  # fmt: skip
+    learning_case = LearningCase.objects.create(
+        agent=agent, trace=trace, otel_trace_id=trace.otel_trace_id, trace_time=trace.started_at,
+        service_name=SHORT[:200], reason="picked", question=ALL, conversation=[{"role": "user", "content": ALL}],
+        actual_answer=ALL, expected_answer=ALL, reject_reason=ALL[:500], created_by=alice,
+    )  # fmt: skip
+    return {
+        "key_id": key.pk, "mapping_id": mapping.pk, "trace_id": trace.pk, "learning_case_id": learning_case.pk,
+        "evaluator_id": evaluator.pk,
     }  # fmt: skip
 
 

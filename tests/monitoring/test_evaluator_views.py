@@ -22,7 +22,7 @@ FORM = {
     "sampling_percent": "25",
     "daily_cost_cap": "5.00",
     "service": "support-bot",
-    "attributes": "deployment.environment=prod\ngen_ai.request.model~mini",
+    "attribute_filters": "deployment.environment=prod\ngen_ai.request.model~mini",
     "tags": "vip, eu",
     "feedback": "negative",
     "latency_over_ms": "",
@@ -74,7 +74,7 @@ def test_an_evaluator_is_created_from_the_form(
 
 def test_bad_input_is_shown_on_the_form_and_nothing_saved(client_alice, agent, fake_llm):
     response = client_alice.post(
-        _url("evaluator_create", agent), {**FORM, "sampling_percent": "140", "attributes": "no separator"}
+        _url("evaluator_create", agent), {**FORM, "sampling_percent": "140", "attribute_filters": "no separator"}
     )
 
     assert response.status_code == 422
