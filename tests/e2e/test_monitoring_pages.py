@@ -169,6 +169,10 @@ def test_the_monitoring_pages_at_both_widths(page, login, live_server, celery_wo
     expect(page.get_by_role("heading", name="Online scores")).to_be_visible()
     expect(page.locator("#chart-pass-title ~ .mon-chart-scroll .mon-line")).to_have_count(2)  # one line per judge
     expect(page.locator(".mon-alert")).to_contain_text("pass rate 55% over the last 20 scored, below 70%")
+    # Each legend's swatch is a small square beside its label, not stretched like the charts.
+    for swatch in page.locator(".mon-legend .mon-swatch").all():
+        box = swatch.bounding_box()
+        assert box is not None and box["width"] <= 20 and box["height"] <= 20, box
     _shoot(page, shots, "monitoring-page")
 
     page.goto(f"{live_server.url}/agents/{agent.pk}/monitoring/traces/{shown.pk}/")
