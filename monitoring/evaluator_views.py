@@ -18,6 +18,7 @@ from evalsite.http import AuthedRequest
 from monitoring.evaluator_forms import OnlineEvaluatorForm
 from monitoring.models import OnlineEvaluator
 from monitoring.online import services
+from monitoring.online.scoring import NEEDS_JUDGE
 from monitoring.online.selectors import evaluator_overview, evaluator_rows
 
 RECENT_SCORES = 20
@@ -72,7 +73,10 @@ def evaluator_detail(request: AuthedRequest, agent_id: int, evaluator_id: int) -
 
 
 def _detail(request: AuthedRequest, evaluator: OnlineEvaluator, form: OnlineEvaluatorForm, status: int = 200):
-    context = {"agent": evaluator.agent, "evaluator": evaluator, "form": form, **evaluator_overview(evaluator)}
+    context = {
+        "agent": evaluator.agent, "evaluator": evaluator, "form": form, "needs_judge": NEEDS_JUDGE,
+        **evaluator_overview(evaluator),
+    }  # fmt: skip
     return render(request, "monitoring/evaluators/evaluator_detail.html", context, status=status)
 
 

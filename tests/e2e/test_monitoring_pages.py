@@ -230,3 +230,40 @@ def test_a_reviewer_approves_a_case_into_a_dataset(page, login, live_server, ali
     case = LearningCase.objects.get()
     assert case.status == "approved"
     assert case.test_case.metadata["trace_id"] == shown.otel_trace_id
+
+
+def test_an_owner_sets_up_monitoring_and_an_evaluator_in_the_browser(page, login, live_server, alice, agent, shots):
+    """The Monitoring settings (a key shown once, a service mapped) and an evaluator made, read and
+    deleted through its pages, at both widths: nothing sticks out, the delete asks first."""
+    page.set_viewport_size(DESKTOP)
+    login(page, alice, "/accounts/settings/monitoring/")
+    page.get_by_label("New key").fill("Production app")
+    page.get_by_role("button", name="Create key").click()
+    expect(page.get_by_text("evi_").first).to_be_visible()
+    page.get_by_label("Service name").fill("support-bot")
+    page.get_by_role("button", name="Map service").click()
+    expect(page.get_by_text("Traces of “support-bot” now go to Support bot.")).to_be_visible()
+    _fits(page, DESKTOP["width"])
+    _shoot(page, shots, "monitoring-settings", full_page=True)
+
+    page.goto(f"{live_server.url}/agents/{agent.pk}/monitoring/evaluators/new/")
+    page.locator("#id_name").fill("Order accuracy")  # its label is "Name *" (required)
+    page.locator("#id_sampling_percent").fill("25")
+    page.get_by_label("Attributes").fill("deployment.environment=prod")
+    page.get_by_role("button", name="Create evaluator").click()
+    expect(page.get_by_text("Online evaluator “Order accuracy” created.")).to_be_visible()
+    _fits(page, DESKTOP["width"])
+    _shoot(page, shots, "evaluator-page", full_page=True)
+
+    for url in ("/accounts/settings/monitoring/", f"/agents/{agent.pk}/monitoring/evaluators/", page.url):
+        page.set_viewport_size(PHONE)
+        page.goto(url if url.startswith("http") else f"{live_server.url}{url}")
+        assert page.evaluate(STICKING_OUT) == [], url
+    _shoot(page, shots, "evaluator-page-390", full_page=True)
+
+    delete = page.get_by_role("button", name="Delete evaluator and its scores")
+    expect(delete).to_be_hidden()  # behind "Delete evaluator…": one click never deletes
+    page.get_by_text("Delete evaluator…").click()
+    delete.click()
+    expect(page.get_by_text("Online evaluator “Order accuracy” deleted, with its scores.")).to_be_visible()
+    assert not agent.online_evaluators.exists()

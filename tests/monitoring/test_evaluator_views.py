@@ -91,6 +91,17 @@ def test_a_second_evaluator_with_the_same_name_is_refused(client_alice, agent, f
     assert response.status_code == 422 and "already has an evaluator named" in response.content.decode()
 
 
+def test_an_evaluator_with_no_judge_model_says_it_cannot_score_production(client_alice, agent, settings):
+    # The offline reference scorer needs an expected answer; production traffic has none.
+    settings.EVALSITE_LLM_MODEL = settings.EVALSITE_JUDGE_MODEL = ""
+    evaluator = OnlineEvaluatorFactory(agent=agent)
+
+    text = client_alice.get(_url("evaluator", agent, evaluator)).content.decode()
+
+    assert "No judge model" in text and "Needs a judge model" in text
+    assert "no preflight needed" not in text
+
+
 def test_the_page_shows_the_judges_preflight_state_and_todays_spend(client_alice, agent, fake_llm):
     evaluator = OnlineEvaluatorFactory(agent=agent, daily_cost_cap=Decimal("2.00"))
     fake_llm.add_rule(task="judge", json={"score": 5, "reasoning": "Some of it is right and some is not."})
