@@ -23,6 +23,7 @@ from monitoring.online.series import online_score_series
 from monitoring.page_forms import LearningApproveForm, LearningCreateForm, LearningRejectForm, TraceFilterForm
 
 TRACES_PER_PAGE = 50
+LEARNING_PER_PAGE = 50
 
 
 def _get_agent_for_user(request: AuthedRequest, agent_id: int) -> Agent:
@@ -140,11 +141,16 @@ def learning_queue(request: AuthedRequest, agent_id: int) -> HttpResponse:
     agent = _get_agent_for_user(request, agent_id)
     status = request.GET.get("status", LearningCase.Status.CANDIDATE)
     status = status if status in LearningCase.Status.values else LearningCase.Status.CANDIDATE
+    page = paging.page_number(request.GET.get("page"))
+    offset = (page - 1) * LEARNING_PER_PAGE
+    cases = list(learning.learning_case_list(agent=agent, status=status)[offset : offset + LEARNING_PER_PAGE + 1])
     context = {
         "agent": agent,
         "status": status,
         "statuses": LearningCase.Status.choices,
-        "cases": list(learning.learning_case_list(agent=agent, status=status)[:200]),
+        "cases": cases[:LEARNING_PER_PAGE],
+        "page": page,
+        "has_more": len(cases) > LEARNING_PER_PAGE,
         "suggestions": learning.learning_suggestions(agent=agent) if status == LearningCase.Status.CANDIDATE else [],
     }
     return render(request, "monitoring/learning_queue.html", context)

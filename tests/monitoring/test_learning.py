@@ -11,6 +11,7 @@ from agents.models import Agent
 from datasets.models import Dataset
 from monitoring import learning
 from monitoring.models import LearningCase
+from monitoring.views import LEARNING_PER_PAGE
 from runs import services as run_services
 from runs.models import Result
 from tests.factories import AgentFactory, DatasetFactory
@@ -341,3 +342,20 @@ def test_the_queue_costs_the_same_queries_for_1_or_20_cases(client_alice, agent,
     for _ in range(19):
         add()
     assert count() == one
+
+
+def test_the_queue_pages_past_its_first_fifty_cases(client_alice, agent, alice):
+    # Every candidate can be reached: the queue once stopped at 200, silently.
+    for n in range(LEARNING_PER_PAGE + 3):
+        trace = TraceFactory(agent=agent, question=f"Question number {n:03d}?")
+        learning.learning_case_create(trace=_fresh(trace), reason="picked", user=alice)
+
+    first = client_alice.get(_url("learning", agent)).content.decode()
+    second = client_alice.get(_url("learning", agent) + "?status=candidate&page=2").content.decode()
+    past = client_alice.get(_url("learning", agent) + "?status=candidate&page=9").content.decode()
+
+    assert first.count('class="trace-row"') == LEARNING_PER_PAGE and "page=2" in first
+    assert second.count('class="trace-row"') == 3 and "page=1" in second and "page=3" not in second
+    shown = {q for q in range(LEARNING_PER_PAGE + 3) if f"Question number {q:03d}?" in first + second}
+    assert len(shown) == LEARNING_PER_PAGE + 3
+    assert "No more candidate learning cases" in past
