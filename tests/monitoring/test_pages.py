@@ -63,6 +63,20 @@ def test_two_judges_are_never_pooled_in_one_figure(client_alice, agent):
     assert "<td>50%</td>" not in body  # the pooled pass rate of both judges appears nowhere
 
 
+def test_a_judge_that_failed_preflight_is_named_so_beside_its_skipped_scores(client_alice, agent):
+    evaluator = OnlineEvaluatorFactory(agent=agent)
+    failed = JudgeConfigFactory(preflight_status="failed")
+    OnlineScoreFactory(
+        trace=TraceFactory(agent=agent), evaluator=evaluator, judge_config=failed, status="skipped", score=None,
+        error="judge failed preflight",
+    )  # fmt: skip
+
+    body = client_alice.get(_url("page", agent)).content.decode()
+
+    table = body[body.index('class="table mon-judge-table"') : body.index("</table>")]
+    assert "Preflight failed" in table and "1 skipped" in table and "%" not in table
+
+
 def test_the_monitoring_page_shows_traffic_and_open_alerts(client_alice, agent):
     TraceFactory(agent=agent, duration_ms=100, cost="0.002")
     TraceFactory(agent=agent, duration_ms=300, status="error", error="upstream timeout", cost="0.003")
