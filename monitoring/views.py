@@ -4,6 +4,8 @@ learning cases (queue, review, approve into a dataset, reject)."""
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -151,6 +153,7 @@ def learning_queue(request: AuthedRequest, agent_id: int) -> HttpResponse:
         "cases": cases[:LEARNING_PER_PAGE],
         "page": page,
         "has_more": len(cases) > LEARNING_PER_PAGE,
+        "status_query": urlencode({"status": status}),
         "suggestions": learning.learning_suggestions(agent=agent) if status == LearningCase.Status.CANDIDATE else [],
     }
     return render(request, "monitoring/learning_queue.html", context)
