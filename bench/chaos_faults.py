@@ -251,6 +251,19 @@ def _kill_pool_child(lab: Lab, run: Any) -> tuple[float, set[int]]:
     return time.monotonic(), set()
 
 
+def _standby_warm(lab: Lab) -> None:
+    """Before a worker is killed: its standby (runstack's warmed-up successor) is warm, as it is
+    from a few seconds after each worker start on."""
+    log = lab.stack.read_log
+    if "standby started (pid" in log():
+        wait_until(
+            lambda: log().count("standby: warmed up") > lab.stack.worker_restarts(),
+            timeout=180,
+            what="the worker's standby to be warm",
+            interval=0.2,
+        )
+
+
 def _kill_worker(lab: Lab, run: Any) -> tuple[float, set[int]]:
     os.killpg(lab.stack.worker_pid(), signal.SIGKILL)  # the worker and its pool, as an OOM killer would
     return time.monotonic(), set()
@@ -316,9 +329,15 @@ def _model_fault(reply: dict[str, Any], cases: int, judge: bool) -> Callable[[La
     return inject
 
 
-def _hit(fault: Callable[[Lab, Any], tuple[float, set[int]]], *, overlap: bool = False) -> Callable[[Lab, int], Row]:
+def _hit(
+    fault: Callable[[Lab, Any], tuple[float, set[int]]],
+    *,
+    overlap: bool = False,
+    before: Callable[[Lab], None] | None = None,
+) -> Callable[[Lab, int], Row]:
     """`overlap`: the next hit comes once the run goes on, without waiting for the last one's
-    recovery (a model timeout holds its case for the whole shipped timeout)."""
+    recovery (a model timeout holds its case for the whole shipped timeout). `before`: waited
+    for ahead of each hit, before the run is checked busy."""
 
     def run_fault(lab: Lab, repeats: int) -> Row:
         from django.db import connections
@@ -329,6 +348,8 @@ def _hit(fault: Callable[[Lab, Any], tuple[float, set[int]]], *, overlap: bool =
         saved = 0
         waits: list[threading.Thread] = []
         for _ in range(repeats):
+            if before is not None:
+                before(lab)
             _wait_busy(run, saved)
             in_flight, saved = _running(run), _saved(run)
             since, hit = fault(lab, run)
@@ -402,7 +423,7 @@ NAMES[_model_timeout] = "model timeout (1 case, never answered)"
 
 FAULTS: dict[str, Callable[[Lab, int], Row]] = {
     "pool-child": _hit(_kill_pool_child),
-    "worker": _hit(_kill_worker),
+    "worker": _hit(_kill_worker, before=_standby_warm),
     "redis": _hit(_restart_redis),
     "redis-down": _hit(_redis_down),
     "pg-sessions": _hit(_terminate_sessions),

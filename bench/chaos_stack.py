@@ -151,7 +151,10 @@ class Stack:
         def running() -> bool:
             if self.process.poll() is not None:
                 raise RuntimeError(f"runstack exited:\n{self.read_log()[-4000:]}")
-            return "Evalsite is running at" in self.read_log()
+            log = self.read_log()
+            # And its standby warm (runstack starts it as the worker gets ready), as the stack is
+            # from then on: a fault meets the stack as it runs, not as it starts.
+            return "Evalsite is running at" in log and ("standby started" not in log or "standby: warmed up" in log)
 
         wait_until(running, timeout=timeout, what="the stack to start", interval=0.5)
 

@@ -57,14 +57,6 @@ def _close_old_connections(sender: object = None, **kwargs: object) -> None:
         close_old_connections()
 
 
-@worker_init.connect
-def _heartbeat_start(**kwargs: object) -> None:
-    # Before the pool forks, so every pool child inherits the worker's identity.
-    from evalsite import workers
-
-    workers.worker_start()
-
-
 @worker_shutting_down.connect
 def _lanes_stop(**kwargs: object) -> None:
     # In the main process as a warm shutdown begins; the pool children see it before their
@@ -82,6 +74,38 @@ def _heartbeat_stop(**kwargs: object) -> None:
 
 
 @worker_init.connect
+def _worker_init(**kwargs: object) -> None:
+    """In the worker's main process, before it connects to the broker and forks its pool: the
+    warm-up, then (a standby) the wait for its turn, then the heartbeat, so every pool child
+    inherits the worker's identity and a standby is not counted as a live worker."""
+    _preload_litellm()
+    _standby_wait()
+    from evalsite import workers
+
+    workers.worker_start()
+
+
+STANDBY_WARM = "standby: warmed up, waiting to take over"
+
+
+def _standby_wait() -> None:
+    """A standby worker (EVALSITE_WORKER_STANDBY_WAIT=1, started by `runstack` beside the
+    worker) stops here, warmed up and not yet consuming, until a line on its stdin says the
+    worker it stands in for is gone; it then goes on as that worker's successor, its start-up
+    already paid (issue 48: a killed worker's successor took 6.6-8.0 s to start). Its stdin
+    closed without that line (the launcher stopping or gone) ends it before it consumes."""
+    if os.environ.get("EVALSITE_WORKER_STANDBY_WAIT") != "1":
+        return
+    from django.db import connections
+
+    connections.close_all()  # a standby may wait for hours: no session held meanwhile
+    print(f"{STANDBY_WARM} (pid {os.getpid()})", flush=True)
+    if not sys.stdin.buffer.readline().strip():
+        print("standby: dismissed before it took over", flush=True)
+        os._exit(0)
+    print(f"standby: taking over (pid {os.getpid()})", flush=True)
+
+
 def _preload_litellm(**kwargs: object) -> None:
     """Import litellm once in the worker's main process, before the pool forks.
 

@@ -357,6 +357,11 @@ EVALSITE_LLM_JSON_MODE = env_str("EVALSITE_LLM_JSON_MODE", "auto")
 # tests read WORKER_CONCURRENCY too, so they fault the worker as it is shipped.
 WEB_CONCURRENCY = env_int("WEB_CONCURRENCY", 2)
 WORKER_CONCURRENCY = env_int("WORKER_CONCURRENCY", 4)
+# `make run` keeps a second worker process warmed up and waiting (not consuming, no pool): when
+# the worker dies (kill -9, out of memory) it takes over at once instead of a cold start of
+# 6-8 s, most of it litellm's import (issue 48). It costs one more warmed-up main process of
+# memory (docs/operate.md); false: a killed worker is started again from scratch.
+EVALSITE_WORKER_STANDBY = env_bool("EVALSITE_WORKER_STANDBY", True)
 
 # Runs.
 EVALSITE_RUN_CONCURRENCY = env_int("EVALSITE_RUN_CONCURRENCY", 3)

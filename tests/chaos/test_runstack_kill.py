@@ -1,6 +1,6 @@
-"""kill -9 of the worker under `runstack` (make run), twice: it is restarted at once
-each time, the run completes, and the cases it was running are taken up again by its successor
-as soon as it consumes (issue 48), each live case asked only once."""
+"""kill -9 of the worker under `runstack` (make run), twice: its warm standby takes over at once
+each time (no cold start), the run completes, and the cases it was running are taken up again
+by its successor as soon as it consumes (issue 48), each live case asked only once."""
 
 import os
 import re
@@ -80,6 +80,13 @@ def _kill_and_recover(stack, run, fake_llm, kill: int) -> tuple[set[int], float,
         timeout=120,
         what="2 more finished cases",
     )
+    # The standby started once the worker consumed, warmed up beside it, and waits.
+    wait_for(
+        lambda: len(re.findall(r"standby: warmed up, waiting to take over \(pid (\d+)\)", stack.read_log())) >= kill,
+        timeout=120,
+        what=f"standby {kill} to be warm",
+    )
+    standby = int(re.findall(r"standby: warmed up, waiting to take over \(pid (\d+)\)", stack.read_log())[-1])
     wait_for(lambda: Result.objects.filter(run=run, status=Result.Status.RUNNING).exists(), what="a case in flight")
     ready_before = stack.read_log().count(" ready.")
     os.killpg(stack.worker_pid(restarted=kill - 1), signal.SIGKILL)  # the worker and its pool, as an OOM killer would
@@ -94,6 +101,7 @@ def _kill_and_recover(stack, run, fake_llm, kill: int) -> tuple[set[int], float,
 
     wait_for(recovered, timeout=120, interval=0.2, what="the killed worker's cases to be scored again")
     recovery = time.monotonic() - killed
+    assert stack.worker_pid(restarted=kill) == standby  # the warm standby took over, not a cold start
     print(f"\nkill {kill}: {len(in_flight)} case(s) in flight, successor ready after "
           f"{ready_at[0] if ready_at else float('nan'):.1f} s, scored again after {recovery:.1f} s")  # fmt: skip
     return in_flight, (ready_at[0] if ready_at else recovery), recovery
@@ -106,8 +114,11 @@ def test_a_killed_worker_is_restarted_at_once_and_its_cases_go_to_its_successor(
     # claims' timeout). Killed twice within seconds: each time the stack restarts it at
     # once (a worker that was consuming is not failing to start) and marks it ended, so
     # its cases need no TTL, and go to its successor as soon as it consumes.
-    fake_llm.set_latency(0.5)
-    dataset = make_dataset(20, kind=Agent.Kind.LLM)
+    # Long enough (40 cases, 1 s a model call) for the second standby to warm up beside the
+    # successor before the second kill.
+    fake_llm.set_latency(1.0)
+    dataset = make_dataset(40, kind=Agent.Kind.LLM)
+    wait_for(lambda: "standby: warmed up" in stack.read_log(), timeout=120, what="the first standby to be warm")
     run = services.run_start(agent=dataset.agent, dataset=dataset, user=alice)
     in_flight: set[int] = set()
     for kill in (1, 2):
@@ -115,19 +126,22 @@ def test_a_killed_worker_is_restarted_at_once_and_its_cases_go_to_its_successor(
         in_flight |= hit
         log = stack.read_log()
         assert re.search(
-            rf"worker \(pid \d+\) exited unexpectedly: killed by SIGKILL .*; restarting it at once \(restart {kill}\)",
+            rf"worker \(pid \d+\) exited unexpectedly: killed by SIGKILL .*; restarting it from its warm standby "
+            rf"\(pid \d+\) at once \(restart {kill}\)",
             log,
         )
+        assert "its warm standby took over." in log
         # Printed, not held to seconds (2 shared cores): what is checked is that the successor
         # did not wait out the claims' timeout (120 s) once it consumed.
         assert recovery - ready < settings.EVALSITE_STALE_CLAIM_SECONDS / 2
     run = wait_settled(run, timeout=60)  # not the 120 s stale-queue timeout: nothing waits it out
 
     assert stack.process.poll() is None  # web, beat and Redis stayed up; the stack did not stop
+    wait_for(lambda: stack.read_log().count("standby started (pid") == 3, what="a third standby, after the second kill")
     assert run.status == Run.Status.COMPLETED
     results = list(Result.objects.filter(run=run))
-    assert len(results) == 20 and set(Counter((r.case_id, r.repeat, r.variant) for r in results).values()) == {1}
-    assert (run.completed, run.passed) == (20, 20)
+    assert len(results) == 40 and set(Counter((r.case_id, r.repeat, r.variant) for r in results).values()) == {1}
+    assert (run.completed, run.passed) == (40, 40)
     asked = Counter(r.trace.get("case") for r in fake_llm.requests if r.task == "agent")
     for result in results:
         if result.pk in in_flight:

@@ -11,6 +11,13 @@ backoff (1 s, doubling up to 30 s, back to 1 s once it has stayed up for a minut
 restart is logged with its cause. The others, web included, keep
 running; only Ctrl-C or SIGTERM stops the stack.
 
+Once the worker consumes, a standby worker is started beside it (EVALSITE_WORKER_STANDBY): the
+same command, warmed up (Django, litellm and the first case's imports loaded) and then waiting
+on its stdin before it connects to the broker or forks a pool (evalsite/celery.py
+`_standby_wait`). When the worker dies, the standby is told to take over and consumes within a
+fraction of a second, where a cold start took 6-8 s (issue 48); a new standby is started once
+it is ready.
+
 Each service runs in its own session, so the terminal's Ctrl-C reaches only this
 launcher, which then stops the services in the right order, and a whole process
 group (gunicorn's or Celery's pool children included) can be killed if a service
@@ -39,9 +46,11 @@ from django.db import connections
 from evalsite import embedded_redis, links, workers
 
 PR_SET_PDEATHSIG = 1
-COLORS = {"redis": "31", "worker": "33", "beat": "35", "web": "36"}
+COLORS = {"redis": "31", "worker": "33", "standby": "33", "beat": "35", "web": "36"}
 # Restart backoff: first delay, its cap, and how long a service must stay up to reset it.
 BACKOFF_FIRST, BACKOFF_MAX, BACKOFF_RESET_AFTER = 1.0, 30.0, 60.0
+# A standby that died on its own (not told to take over) is started again after this long.
+STANDBY_RETRY_AFTER = 30.0
 
 
 def _die_with_parent() -> None:
@@ -76,6 +85,13 @@ class Service:
 class Command(BaseCommand):
     help = "Run Evalsite in the foreground: web, Celery worker and beat, and the embedded Redis when needed."
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.standby: Service | None = None  # the warmed-up worker waiting to take over
+        self.standby_enabled = False  # set from --no-standby / EVALSITE_WORKER_STANDBY by handle()
+        self.standby_next_at = 0.0
+        self.worker_command: list[str] = []
+
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST") or "127.0.0.1")
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT") or 8000))
@@ -87,12 +103,20 @@ class Command(BaseCommand):
             default=30,
             help="Seconds the worker may take to finish tasks in flight when stopping.",
         )
+        parser.add_argument(
+            "--no-standby",
+            dest="standby",
+            action="store_false",
+            default=settings.EVALSITE_WORKER_STANDBY,
+            help="Keep no warmed-up standby worker: a killed worker is started again from scratch.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.services: list[Service] = []
         self.selector = selectors.DefaultSelector()
         self.stop_requests = 0
         self.color = sys.stdout.isatty()
+        self.standby_enabled = options["standby"]
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, self._request_stop)
 
@@ -131,13 +155,12 @@ class Command(BaseCommand):
                 raise CommandError(str(error)) from error
             self._track("redis", process, stop_timeout=10, spawn=spawn_redis)
         queue = settings.CELERY_TASK_DEFAULT_QUEUE
-        self._launch(
-            "worker",
-            base + ["celery", "-A", "evalsite", "worker", "--loglevel", "INFO",
-                    "--concurrency", str(options["worker_concurrency"]), "--queues", queue,
-                    "--hostname", f"evalsite-{os.getpid()}@%h", "--without-gossip", "--without-mingle"],
-            stop_timeout=options["stop_timeout"],
-        )  # fmt: skip
+        self.worker_command = base + [
+            "celery", "-A", "evalsite", "worker", "--loglevel", "INFO",
+            "--concurrency", str(options["worker_concurrency"]), "--queues", queue,
+            "--hostname", f"evalsite-{os.getpid()}@%h", "--without-gossip", "--without-mingle",
+        ]  # fmt: skip
+        self._launch("worker", self.worker_command, stop_timeout=options["stop_timeout"])
         self._launch(
             "beat",
             base + ["celery", "-A", "evalsite", "beat", "--loglevel", "INFO",
@@ -215,8 +238,9 @@ class Command(BaseCommand):
             worker_ready = worker_ready or any(
                 " ready." in line for s in self.services if s.name == "worker" for line in s.output
             )
-            for service in self.services:
+            for service in list(self.services):
                 self._keep_up(service)
+            self._standby_keep()
             # The banner waits for the web server to answer and the worker to consume,
             # so what it promises is true when it is printed.
             if not announced and worker_ready and time.monotonic() - last_probe >= 1:
@@ -241,6 +265,9 @@ class Command(BaseCommand):
             delay = 0.0 if service.ready else service.backoff
             service.restart_at = now + delay
             when = "at once" if service.ready else f"in {delay:.0f} s"
+            standby = self.standby
+            if service.name == "worker" and service.ready and standby is not None and standby.running:
+                when = f"from its warm standby (pid {standby.process.pid}) at once"
             self._say(
                 f"{service.name} (pid {service.process.pid}) exited unexpectedly: {self._cause(service)}; "
                 f"restarting it {when} (restart {service.restarts + 1})."
@@ -248,6 +275,8 @@ class Command(BaseCommand):
             self._kill_group(service)  # pool children its death left behind
             if service.name == "worker":
                 self._worker_ended(service.process.pid)
+                if service.ready and self._standby_take_over(service):
+                    return
             if not service.ready:
                 service.backoff = min(service.backoff * 2, BACKOFF_MAX)
             return
@@ -265,6 +294,69 @@ class Command(BaseCommand):
         service.restarts += 1
         self._watch(service)
         self._say(f"{service.name} restarted (pid {process.pid}, restart {service.restarts}).")
+
+    # The standby worker.
+
+    def _standby_keep(self) -> None:
+        """Keep one standby beside a worker that consumes. It is started only once the worker is
+        ready, so the two never compete for the CPU while the stack (or a successor) starts."""
+        if not self.standby_enabled or self.stop_requests:
+            return
+        worker = next((s for s in self.services if s.name == "worker"), None)
+        if worker is None or not worker.running or not worker.ready:
+            return
+        now = time.monotonic()
+        standby = self.standby
+        if standby is not None:
+            if standby.running:
+                return
+            self._pump(timeout=0)  # its last words first
+            self._say(
+                f"standby (pid {standby.process.pid}) exited unexpectedly: {self._cause(standby)}; "
+                f"another in {STANDBY_RETRY_AFTER:.0f} s."
+            )
+            self._kill_group(standby)
+            self.services.remove(standby)
+            self.standby = None
+            self.standby_next_at = now + STANDBY_RETRY_AFTER
+        if now < self.standby_next_at:
+            return
+        kwargs = self._popen_kwargs()
+        kwargs["env"] = {**kwargs["env"], "EVALSITE_WORKER_STANDBY_WAIT": "1"}
+        kwargs["stdin"] = subprocess.PIPE
+        try:
+            process = subprocess.Popen(self.worker_command, **kwargs)
+        except OSError as error:
+            self._say(f"standby could not be started ({error}); trying again in {STANDBY_RETRY_AFTER:.0f} s.")
+            self.standby_next_at = now + STANDBY_RETRY_AFTER
+            return
+        self.standby = Service(name="standby", process=process, stop_timeout=10)
+        self._watch(self.standby)
+        self.services.append(self.standby)
+        self._say(f"standby started (pid {process.pid}): it warms up and waits to take over if the worker dies")
+
+    def _standby_take_over(self, worker: Service) -> bool:
+        """The standby becomes the worker: told to go on (a line on its stdin), its output now
+        the worker's. False when there is none to take over (then the worker starts cold)."""
+        standby = self.standby
+        if standby is None or not standby.running or standby.process.stdin is None or standby.process.stdout is None:
+            return False
+        try:
+            standby.process.stdin.write(b"take over\n")
+            standby.process.stdin.close()
+        except OSError:  # it died meanwhile
+            self._say(f"standby (pid {standby.process.pid}) could not take over: starting the worker afresh.")
+            return False
+        self.selector.unregister(standby.process.stdout)
+        self.services.remove(standby)
+        self.standby = None
+        worker.process, worker.buffer, worker.output = standby.process, standby.buffer, standby.output
+        worker.started_at, worker.restart_at, worker.ready = time.monotonic(), None, False
+        worker.restarts += 1
+        self._watch(worker)
+        pid = worker.process.pid
+        self._say(f"worker restarted (pid {pid}, restart {worker.restarts}): its warm standby took over.")
+        return True
 
     @staticmethod
     def _cause(service: Service) -> str:
@@ -299,7 +391,7 @@ class Command(BaseCommand):
         # Keep a short tail for readiness checks; the full log is on the terminal.
         service.output = [*service.output[-50:], line]
         service.ready = service.ready or (service.name == "worker" and " ready." in line)
-        prefix = f"{service.name:<6} |"
+        prefix = f"{service.name:<7} |"
         if self.color:
             prefix = f"\033[{COLORS.get(service.name, '0')}m{prefix}\033[0m"
         sys.stdout.write(f"{prefix} {line}\n")
@@ -357,7 +449,7 @@ class Command(BaseCommand):
 
     def _stop_all(self, worker_timeout: float) -> None:
         # Web first so no new work arrives, the broker last so the worker can ack.
-        order = {"web": 0, "beat": 1, "worker": 2, "redis": 3}
+        order = {"web": 0, "beat": 1, "standby": 2, "worker": 2, "redis": 3}
         for service in sorted(self.services, key=lambda s: order.get(s.name, 9)):
             self._stop(service)
         for service in self.services:
