@@ -1,4 +1,5 @@
 from celery import Task, shared_task
+from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
@@ -10,13 +11,22 @@ URGENT = 0
 
 # The options of a task that retries database errors (a restarting database, a dropped
 # connection) with backoff: `@shared_task(**DATABASE_RETRY)`. Only for idempotent tasks.
+DATABASE_ERRORS = (OperationalError, InterfaceError)
+DATABASE_MAX_RETRIES = 10
 DATABASE_RETRY = {
-    "autoretry_for": (OperationalError, InterfaceError),
+    "autoretry_for": DATABASE_ERRORS,
     "retry_backoff": 2,
     "retry_backoff_max": 60,
     "retry_jitter": True,
-    "max_retries": 10,
+    "max_retries": DATABASE_MAX_RETRIES,
 }
+
+
+def database_retry_countdown(failures: int) -> float:
+    """Seconds before the next try after `failures` database errors in a row, as DATABASE_RETRY
+    waits: up to 2, 4, 8... s (a random share of it, so retries do not arrive together), at most
+    60; (0, 10]: failures past DATABASE_RETRY's max_retries are not retried."""
+    return float(get_exponential_backoff_interval(factor=2, retries=failures - 1, maximum=60, full_jitter=True))
 
 
 @shared_task(bind=True)

@@ -3,11 +3,11 @@
 from celery import Task, shared_task
 
 # A restarting database must not lose a case: retry with backoff, the claim is re-entrant.
-from evalsite.tasks import DATABASE_RETRY
+from evalsite.tasks import DATABASE_ERRORS, DATABASE_MAX_RETRIES, DATABASE_RETRY, database_retry_countdown
 
 
-@shared_task(bind=True, **DATABASE_RETRY)
-def run_execute_case(self: Task, result_id: int, token: str, asked: list[int] | None = None) -> None:
+@shared_task(bind=True, max_retries=None)  # bounded below: database errors in a row, not in a lane's life
+def run_execute_case(self: Task, result_id: int, token: str, asked: list[int] | None = None, failures: int = 0) -> None:
     from runs.services import run_execute_case
 
     # A retry after a database error is this message again, not a worker that died. It counts
@@ -17,6 +17,16 @@ def run_execute_case(self: Task, result_id: int, token: str, asked: list[int] | 
     try:
         retry = self.request.retries > 0
         run_execute_case(result_id=result_id, token=token, retry=retry, asked=asked or (), progress=progress)
+    except DATABASE_ERRORS as error:
+        # The backoff counts the errors in a row. A lane lives for several cases, so one message
+        # can meet two faults: a try that asked the agent got past the database, and an error
+        # after it is a new fault, retried as soon as the first one was (a third blip of a run
+        # waited 4-8 s because its lane's message had been retried twice before: issue 48).
+        failures = 1 if progress else failures + 1
+        if failures > DATABASE_MAX_RETRIES:
+            raise
+        kwargs = {**(self.request.kwargs or {}), "asked": sorted(progress), "failures": failures}
+        raise self.retry(exc=error, countdown=database_retry_countdown(failures), kwargs=kwargs) from error
     finally:
         self.request.kwargs = {**(self.request.kwargs or {}), "asked": sorted(progress)}
 
