@@ -318,6 +318,9 @@ class OnlineScore(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     # When a worker took the pending score up (a lease: the reaper re-queues it once stale).
     claimed_at = models.DateTimeField(null=True, blank=True)
+    # The worker that took it up (evalsite.workers.WORKER_ID): when that worker is dead or lost
+    # its broker connection, the reaper sends the score again at once (monitoring/online/reaper.py).
+    claimed_by = models.CharField(max_length=200, blank=True)
     scored_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -332,7 +335,13 @@ class OnlineScore(models.Model):
                 name="unique_online_score_conversation",
             ),
         ]
-        indexes = [models.Index(fields=["evaluator", "judge_config", "scored_at"], name="online_score_series")]
+        indexes = [
+            models.Index(fields=["evaluator", "judge_config", "scored_at"], name="online_score_series"),
+            # The reapers' look at the pending scores, every few seconds (a few rows among many).
+            models.Index(
+                fields=["claimed_at", "created_at"], condition=Q(status="pending"), name="online_score_pending"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.evaluator}: {self.status}"

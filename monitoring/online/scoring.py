@@ -15,8 +15,9 @@ conversation) with expected_answer "" and a guideline that tells the judge to ju
 criteria. The guideline sits on the Evaluation, not in the prompt template, so it changes no
 configuration's fingerprint (runs' own prompt for a case without an expected answer is unchanged).
 
-Idempotent: a worker takes a pending score with a lease (claimed_at, a conditional update) and
-refreshes it while the judge works; only the lease holder writes the outcome. The daily cost cap
+Idempotent: a worker takes a pending score with a lease (claimed_at, a conditional update, and
+claimed_by, the worker's id) and refreshes it while the judge works; only the lease holder writes
+the outcome. The daily cost cap
 is checked under a lock on the evaluator's row with the call's reservation counted (see
 `_reserve`), so two workers at once cannot both spend its last dollar.
 """
@@ -34,7 +35,7 @@ from django.db import close_old_connections, connection, transaction
 from django.db.models import F, Q, QuerySet, Sum
 from django.utils import timezone
 
-from evalsite import llm
+from evalsite import llm, workers
 from monitoring.models import OnlineEvaluator, OnlineScore, Trace
 from runs.judging import configs as judging
 from runs.judging.scoring import Evaluation, JudgeError, judge_messages, score_case
@@ -270,6 +271,11 @@ class Lease:
     def refresh(self) -> None:
         with self._lock:
             now = timezone.now()
+            # Taken before this worker lost its broker connection: Celery is ending this task and
+            # the reaper takes the score back, which a refresh stamped after the loss would hide.
+            # (Read after `now`: a refresh stamped before the loss is taken back with the claim.)
+            if workers.claim_forfeit(self.at + workers.BROKER_LOSS_MARGIN):
+                return
             if self.rows().update(claimed_at=now):
                 self.at = now
 
@@ -307,7 +313,8 @@ def _take(score_id: int) -> Lease | None:
     taken = (
         OnlineScore.objects.filter(pk=score_id, status=OnlineScore.Status.PENDING)
         .filter(Q(claimed_at__isnull=True) | Q(claimed_at__lt=stale))
-        .update(claimed_at=now)
+        # Who holds the lease: the reaper sends the score again at once when that worker dies.
+        .update(claimed_at=now, claimed_by=workers.WORKER_ID)
     )
     return Lease(score_id, now) if taken else None
 

@@ -52,10 +52,24 @@ def run_reap() -> int:
     cutoffs = (claim_cutoff, queue_cutoff, resend_cutoff)
     active = Run.objects.filter(status__in=Run.ACTIVE_STATUSES).values_list("id", flat=True)
     queued = sum(_run_reconcile(run_id, *cutoffs, live, cut_off, read_at=now, ended=ended) for run_id in active)
+    _online_scores_hand_on(cut_off)
     workers.workers_forget(dead)
     workers.broker_losses_forget(cut_off)
     _reap_settled(now, claim_cutoff)
     return queued
+
+
+def _online_scores_hand_on(cut_off: dict[str, Any]) -> None:
+    """Online scores read the same losses and dead workers (monitoring/online/reaper.py), and
+    their reaper forgets none: they see them here, before this pass forgets them, so whichever
+    reaper runs first, neither misses one. A failure there never keeps this pass from forgetting
+    (it would take the same losses back on every pass): those scores wait for their timeouts."""
+    from monitoring.online.reaper import workers_lost_scores_resend
+
+    try:
+        workers_lost_scores_resend(losses=cut_off)
+    except Exception:
+        logger.warning("Could not hand the lost workers on to online scoring", exc_info=True)
 
 
 def _liveness(now: Any) -> tuple[list[str] | None, list[WorkerHeartbeat]]:

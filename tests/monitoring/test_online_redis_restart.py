@@ -1,6 +1,7 @@
 """Online scoring through a Redis restart (issue 47, point 6): Redis dies mid-scoring and comes
 back empty, every queued scoring message lost; the reaper sends the pending scores again from the
-database and each is made exactly once."""
+database, at once from the worker's recorded broker loss rather than after the shipped 120 s
+timeouts, and each is made exactly once."""
 
 import time
 
@@ -23,17 +24,11 @@ TRACES = 16
 
 
 def test_a_restarted_redis_loses_no_score_and_makes_none_twice(celery_worker, fake_llm, agent, settings, own_redis):  # noqa: F811
-    # Lowered, not the shipped 120 s each (issue 48): online scoring's reaper
-    # (monitoring/online/reaper.py, stale_scores_resend) takes a score back only by these two
-    # timeouts, a lease not refreshed for EVALSITE_STALE_CLAIM_SECONDS (the scores Celery ended
-    # when the worker lost Redis) and a message never taken for EVALSITE_STALE_QUEUE_SECONDS
-    # (those Redis lost). It has no heartbeat or broker-loss signal as runs' reaper has
-    # (evalsite/workers.py broker_losses), so at the shipped values this test would only wait
-    # out two minutes. What it checks is that no score is lost or made twice, not how fast.
-    # The worker gets the claim timeout too (tests/worker.py): it refreshes its leases every
-    # quarter of it, so a live lease is never taken for a stale one.
-    settings.EVALSITE_STALE_CLAIM_SECONDS = 4
-    settings.EVALSITE_STALE_QUEUE_SECONDS = 4
+    # The shipped timeouts (issue 48): the worker records its lost broker connection
+    # (evalsite/workers.py broker_lost_record) and online scoring's reaper (monitoring/online/
+    # reaper.py) takes back at once the scores Celery ended and sends again those whose message
+    # Redis lost, as runs' reaper does for cases: nothing here waits out EVALSITE_STALE_*_SECONDS.
+    settings.EVALSITE_STALE_CLAIM_SECONDS = settings.EVALSITE_STALE_QUEUE_SECONDS = 120
     fake_llm.add_rule(
         task="judge", contains="ZX-PARCEL", delay=1, json={"score": 9, "reasoning": "Correct and complete."}
     )
@@ -58,8 +53,7 @@ def test_a_restarted_redis_loses_no_score_and_makes_none_twice(celery_worker, fa
         reaper.stale_scores_resend()  # what beat does every few seconds
         return scores.filter(status="scored").count() == TRACES
 
-    bound = 60 + 4 * max(settings.EVALSITE_STALE_CLAIM_SECONDS, settings.EVALSITE_STALE_QUEUE_SECONDS)
-    wait_for(all_scored, timeout=bound, interval=1, what="every score made after the restart")
+    wait_for(all_scored, timeout=60, interval=1, what="every score made after the restart")
     in_flight_again = sum(fake_llm.count("judge", online_score=score.pk) - 1 for score in scores)
     print(f"\nonline scoring through a Redis restart (concurrency {settings.WORKER_CONCURRENCY}): "
           f"{TRACES} scores made {time.monotonic() - restarted:.1f} s after Redis was back, "
