@@ -25,7 +25,6 @@ hangs. If the launcher itself is killed, the kernel sends each service SIGTERM
 (PR_SET_PDEATHSIG), so even `kill -9` leaves no orphans behind.
 """
 
-import ctypes
 import os
 import selectors
 import signal
@@ -36,7 +35,6 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -44,42 +42,15 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
 from evalsite import embedded_redis, links, workers
-
-PR_SET_PDEATHSIG = 1
-COLORS = {"redis": "31", "worker": "33", "standby": "33", "beat": "35", "web": "36"}
-# Restart backoff: first delay, its cap, and how long a service must stay up to reset it.
-BACKOFF_FIRST, BACKOFF_MAX, BACKOFF_RESET_AFTER = 1.0, 30.0, 60.0
-# A standby that died on its own (not told to take over) is started again after this long.
-STANDBY_RETRY_AFTER = 30.0
-
-
-def _die_with_parent() -> None:
-    """Runs in the child between fork and exec: SIGTERM it when the launcher dies."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-@dataclass
-class Service:
-    name: str
-    process: subprocess.Popen
-    # How long a graceful stop may take before the whole process group is killed.
-    stop_timeout: float
-    # Starts the service again after it died (None: it is not restarted).
-    spawn: Callable[[], subprocess.Popen] | None = None
-    # Signal only the main process: gunicorn and Celery stop their own children in order.
-    stop_signal: int = signal.SIGTERM
-    buffer: bytes = b""
-    output: list[str] = field(default_factory=list)
-    started_at: float = field(default_factory=time.monotonic)
-    restarts: int = 0
-    backoff: float = BACKOFF_FIRST
-    restart_at: float | None = None  # set while it is dead and waiting for its restart
-    ready: bool = False  # the worker said " ready." (consuming) since it last started
-
-    @property
-    def running(self) -> bool:
-        return self.process.poll() is None
+from evalsite.supervision import (
+    BACKOFF_FIRST,
+    BACKOFF_MAX,
+    BACKOFF_RESET_AFTER,
+    COLORS,
+    STANDBY_RETRY_AFTER,
+    Service,
+    die_with_parent,
+)
 
 
 class Command(BaseCommand):
@@ -189,7 +160,7 @@ class Command(BaseCommand):
             "stdout": subprocess.PIPE,
             "stderr": subprocess.STDOUT,
             "start_new_session": True,
-            "preexec_fn": _die_with_parent,
+            "preexec_fn": die_with_parent,
         }
 
     def _launch(self, name: str, command: list[str], *, stop_timeout: float) -> None:
