@@ -102,7 +102,7 @@ def _db(query: Callable[[], T], timeout: float = 120) -> T:
             time.sleep(0.2)
 
 
-def _start_run(lab: Lab) -> Any:
+def _start_run(lab: Lab, scale: int = 1) -> Any:
     from agents.models import Agent
     from runs import services
     from tests.factories import AgentFactory, DatasetFactory, TestCaseFactory
@@ -110,7 +110,7 @@ def _start_run(lab: Lab) -> Any:
     team, user = lab.login()[:2]
     agent = AgentFactory(team=team, kind=Agent.Kind.LLM)
     dataset = DatasetFactory(agent=agent)
-    for index in range(lab.cases):
+    for index in range(lab.cases * scale):
         TestCaseFactory(dataset=dataset, position=index, question=f"Question {index + 1:03d}: the refund window?")
     return services.run_start(agent=agent, dataset=dataset, user=user, allow_failed_preflight=True)
 
@@ -334,16 +334,18 @@ def _hit(
     *,
     overlap: bool = False,
     before: Callable[[Lab], None] | None = None,
+    scale: int = 1,
 ) -> Callable[[Lab, int], Row]:
     """`overlap`: the next hit comes once the run goes on, without waiting for the last one's
     recovery (a model timeout holds its case for the whole shipped timeout). `before`: waited
-    for ahead of each hit, before the run is checked busy."""
+    for ahead of each hit, before the run is checked busy; `scale`: the run has that many times
+    the cases, so it is still going after the waits."""
 
     def run_fault(lab: Lab, repeats: int) -> Row:
         from django.db import connections
 
         row = Row(fault=NAMES[fault])
-        run = _db(lambda: _start_run(lab))
+        run = _db(lambda: _start_run(lab, scale))
         poller = _watched(lab, row, run)
         saved = 0
         waits: list[threading.Thread] = []
@@ -423,7 +425,7 @@ NAMES[_model_timeout] = "model timeout (1 case, never answered)"
 
 FAULTS: dict[str, Callable[[Lab, int], Row]] = {
     "pool-child": _hit(_kill_pool_child),
-    "worker": _hit(_kill_worker, before=_standby_warm),
+    "worker": _hit(_kill_worker, before=_standby_warm, scale=2),  # each standby warms up for some 8 s
     "redis": _hit(_restart_redis),
     "redis-down": _hit(_redis_down),
     "pg-sessions": _hit(_terminate_sessions),
