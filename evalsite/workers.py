@@ -28,11 +28,17 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connections
 from django.db.models import Q
+from django.dispatch import Signal
 from django.utils import timezone
 
 from evalsite.models import WorkerHeartbeat
 
 logger = logging.getLogger(__name__)
+
+# Sent by runs' reaper (runs/engine/reaper.py) with `losses` (worker id -> broker loss time) just
+# before it forgets those losses and its dead workers' rows: an app that reads them too (online
+# scoring) sees every one, without runs importing it.
+workers_lost_forgetting = Signal()
 
 # Empty outside a worker (web, tests driving cases in-process): such claims fall back to the timeout.
 WORKER_ID = ""

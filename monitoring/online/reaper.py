@@ -27,7 +27,7 @@ released too), so a long queue is not flooded with copies.
 Broker losses are shared with runs' reaper, which forgets each (`workers.broker_losses_forget`)
 once it has taken its cases back. This reaper never forgets one: it compares the scores with
 the loss marks as they stand, and what it sends again is marked, so a loss seen by several
-passes sends nothing twice. And runs' reaper calls `workers_lost_scores_resend` with the
+passes sends nothing twice. And runs' reaper sends workers.workers_lost_forgetting (received here) with the
 losses it is about to forget, before it forgets them and its dead workers' rows, so whichever
 reaper runs first, the scores see every loss and every death (a forgotten dead worker's row is
 gone, which reads as not alive anyway). A failure there is logged, never keeps runs' reaper
@@ -91,7 +91,7 @@ def workers_lost_scores_resend(*, losses: dict[str, datetime], now: datetime | N
     its broker connection after the claim, and those waiting in Redis when a worker lost it
     (`losses`, workers.broker_losses()); returns how many.
 
-    Runs' reaper calls this too, with the losses it is about to forget (module docstring)."""
+    Runs' reaper has this called too (workers.workers_lost_forgetting), with the losses it is about to forget."""
     now = now or timezone.now()
     live, dead = _liveness()
     ended = [worker.name for worker in dead if worker.ended_at]
@@ -129,6 +129,11 @@ def workers_lost_scores_resend(*, losses: dict[str, datetime], now: datetime | N
         waiting = Q(claimed_at__isnull=True, created_at__lt=max(befores))
         unsent = _marked_send(OnlineScore.objects.filter(waiting, status=OnlineScore.Status.PENDING))
     return len(released) + unsent
+
+
+def workers_lost_forgetting_receive(sender: object = None, *, losses: dict[str, datetime], **kwargs: object) -> None:
+    """workers.workers_lost_forgetting: runs' reaper is about to forget these losses."""
+    workers_lost_scores_resend(losses=losses)
 
 
 def _marked_send(scores: QuerySet[OnlineScore]) -> int:

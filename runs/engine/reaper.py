@@ -60,16 +60,13 @@ def run_reap() -> int:
 
 
 def _online_scores_hand_on(cut_off: dict[str, Any]) -> None:
-    """Online scores read the same losses and dead workers (monitoring/online/reaper.py), and
-    their reaper forgets none: they see them here, before this pass forgets them, so whichever
-    reaper runs first, neither misses one. A failure there never keeps this pass from forgetting
-    (it would take the same losses back on every pass): those scores wait for their timeouts."""
-    from monitoring.online.reaper import workers_lost_scores_resend
-
-    try:
-        workers_lost_scores_resend(losses=cut_off)
-    except Exception:
-        logger.warning("Could not hand the lost workers on to online scoring", exc_info=True)
+    """Others reading the same losses and dead workers (online scores: monitoring/online/reaper.py,
+    connected to workers.workers_lost_forgetting) see them here, before this pass forgets them,
+    so whichever reaper runs first, neither misses one. A failure there never keeps this pass
+    from forgetting (it would take the same losses back on every pass)."""
+    for receiver, outcome in workers.workers_lost_forgetting.send_robust(sender=None, losses=cut_off):
+        if isinstance(outcome, Exception):
+            logger.warning("Could not hand the lost workers on to %s", receiver, exc_info=outcome)
 
 
 def _liveness(now: Any) -> tuple[list[str] | None, list[WorkerHeartbeat]]:
